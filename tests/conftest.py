@@ -1,0 +1,103 @@
+"""Shared fixtures: an isolated TURNSTONED_HOME, a scripted model server, an in-process engine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from tests.fakes.model_server import ScriptedModel
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("TURNSTONED_HOME", str(home))
+    for name in ("TURNSTONED_CONFIG", "TURNSTONED_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    with ScriptedModel() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("TURNSTONED_MODEL", "scripted")
+        yield server
+
+
+class RecordingSink:
+    """An EventSink that records notifications and answers approvals from a script."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.approvals: list[dict[str, Any]] = []
+        self.answers: list[Any] = []  # ApprovalResponse, or a callable(params) -> awaitable
+        self._changed = asyncio.Event()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.events.append((method, msgspec.to_builtins(params)))
+        self._changed.set()
+
+    async def request_approval(self, params: Any) -> Any:
+        from turnstoned import protocol as p
+
+        self.approvals.append(msgspec.to_builtins(params))
+        self._changed.set()
+        answer = self.answers.pop(0) if self.answers else p.ApprovalResponse(decision="approve")
+        if callable(answer):
+            return await answer(params)
+        return answer
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        return [params for m, params in self.events if m == method]
+
+    async def wait_for(self, method: str, pred: Callable[[dict[str, Any]], bool] = lambda p: True,
+                       timeout: float = 10.0) -> dict[str, Any]:
+        async def scan() -> dict[str, Any]:
+            seen = 0
+            while True:
+                for m, params in self.events[seen:]:
+                    if m == method and pred(params):
+                        return params
+                seen = len(self.events)
+                self._changed.clear()
+                await self._changed.wait()
+        return await asyncio.wait_for(scan(), timeout)
+
+    def text(self, turn_id: str | None = None) -> str:
+        return "".join(p["delta"] for p in self.of("item/agentMessage/delta")
+                       if turn_id is None or p["turnId"] == turn_id)
+
+
+@pytest.fixture
+def sink() -> RecordingSink:
+    return RecordingSink()
+
+
+@pytest.fixture
+async def engine(sink: RecordingSink, model: ScriptedModel) -> AsyncIterator[Any]:
+    from turnstoned import config, paths
+    from turnstoned.core.engine import Engine
+    from turnstoned.store import Store
+
+    eng = Engine(config.load(), Store(paths.database_file()), sink)
+    yield eng
+    await eng.shutdown()
+    eng.terminate()
+
+
+def write_config(home: Path, text: str) -> Path:
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+os.environ.setdefault("TURNSTONED_LOG", "WARNING")

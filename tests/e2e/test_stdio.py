@@ -1,0 +1,177 @@
+"""`python -m turnstoned` over real stdio, driven by an independent raw JSON-RPC client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.rawrpc import RawDaemon
+from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
+
+
+@pytest.fixture
+def env(model: ScriptedModel, isolated_home: Path) -> dict[str, str]:
+    return {"TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
+            "OPENAI_API_KEY": "sk-test", "TURNSTONED_MODEL": "scripted"}
+
+
+@pytest.fixture
+def daemon(env: dict[str, str]) -> Iterator[RawDaemon]:
+    d = RawDaemon(env)
+    yield d
+    d.close()
+
+
+def turn(d: RawDaemon, sid: str, prompt: str, timeout: float = 15) -> dict[str, Any]:
+    tid = d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": prompt}]})["turnId"]
+    return d.wait_for("turn/completed", lambda p: p["turnId"] == tid, timeout)
+
+
+def test_initialize_announces_protocol(daemon: RawDaemon) -> None:
+    result = daemon.initialize()
+    assert result["serverInfo"]["name"] == "turnstoned"
+    caps = result["capabilities"]["experimental"]["turnstoned"]
+    assert caps["protocolVersion"] == 1 and "turn/start" in caps["methods"]
+
+
+def test_requests_before_initialize_are_refused(daemon: RawDaemon) -> None:
+    answer = daemon.request("session/list")
+    assert answer["error"]["code"] == -32002
+    assert answer["error"]["data"]["kind"] == "serverNotInitialized"
+
+
+def test_protocol_errors(daemon: RawDaemon) -> None:
+    daemon.initialize()
+    assert daemon.request("no/such/method")["error"]["code"] == -32601
+    bad = daemon.request("session/start", {"kind": "wizard"})["error"]
+    assert bad["code"] == -32602 and "params.kind" in bad["message"]
+    missing = daemon.request("turn/start", {"sessionId": "s"})["error"]
+    assert missing["code"] == -32602 and "input" in missing["message"]
+    unknown = daemon.request("turn/start", {"sessionId": "nope", "input": [{"type": "text", "text": "x"}]})
+    assert unknown["error"]["code"] == -32010 and unknown["error"]["data"]["kind"] == "sessionNotFound"
+    assert "Traceback" not in json.dumps(unknown)
+
+
+def test_garbage_on_stdin_does_not_kill_the_daemon(daemon: RawDaemon) -> None:
+    daemon.initialize()
+    daemon.write(b"this is not a frame\r\n", framed=False)
+    daemon.write(b"{not json at all")
+    daemon.write(b"[1, 2, 3]")
+    daemon.write(b'{"jsonrpc": "2.0"}')
+    daemon.write("\u00ff\u00fe".encode("latin-1"))
+    health = daemon.result("daemon/health")
+    assert health["protocolVersion"] == 1 and daemon.proc.poll() is None
+
+
+def test_streams_text_and_tool_calls_with_approval(daemon: RawDaemon, model: ScriptedModel,
+                                                   tmp_path: Path) -> None:
+    daemon.initialize()
+    model.push(tool_calls([("call-a", "bash", '{"command": "echo streamed-line"}')]),
+               text("All done: the command printed streamed-line."))
+    sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+    done = turn(daemon, sid, "run echo")
+    assert done["status"] == "completed"
+    approvals = [m for m in daemon.notifications if m["method"] == "item/tool/requestApproval"]
+    assert len(approvals) == 1 and approvals[0]["params"]["items"][0]["tool"] == "bash"
+    chunks = "".join(p["chunk"] for p in daemon.of("item/toolCall/outputDelta"))
+    assert "streamed-line" in chunks
+    text_out = "".join(p["delta"] for p in daemon.of("item/agentMessage/delta"))
+    assert text_out == "All done: the command printed streamed-line."
+    assert daemon.bad_frames == []
+
+
+def test_sessions_and_history_survive_restart(env: dict[str, str], model: ScriptedModel,
+                                              tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("persisted contents\n")
+    model.push(tool_calls([("r1", "read_file", '{"path": "f.txt"}')]), text("It is persisted."))
+    first = RawDaemon(env)
+    first.initialize()
+    sid = first.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+    turn(first, sid, "read f.txt")
+    assert first.close() == 0
+
+    second = RawDaemon(env)
+    second.initialize()
+    sessions = second.result("session/list")["sessions"]
+    assert [s["sessionId"] for s in sessions] == [sid] and sessions[0]["title"] == "read f.txt"
+    items = second.result("session/resume", {"sessionId": sid})["items"]
+    assert [i["type"] for i in items] == ["userMessage", "toolCall", "agentMessage"]
+    assert "persisted contents" in items[1]["output"]
+    model.push(text("Still here."))
+    assert turn(second, sid, "again")["status"] == "completed"
+    assert any(m["role"] == "tool" for m in model.requests[-1]["messages"])
+    second.close()
+
+
+def test_kill_9_loses_nothing_committed(env: dict[str, str], model: ScriptedModel,
+                                        tmp_path: Path) -> None:
+    model.push(tool_calls([("b1", "bash", '{"command": "echo before-crash"}')]), hang(30, after_text="mid"))
+    d = RawDaemon(env)
+    d.on_request = lambda msg: {"decision": "approve"}
+    d.initialize()
+    sid = d.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+    d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "go"}]})
+    d.wait_for("item/agentMessage/delta")
+    os.kill(d.proc.pid, signal.SIGKILL)
+    d.proc.wait(5)
+
+    again = RawDaemon(env)
+    again.initialize()
+    items = again.result("session/resume", {"sessionId": sid})["items"]
+    tool = next(i for i in items if i["type"] == "toolCall")
+    assert tool["status"] == "completed" and "before-crash" in tool["output"]
+    again.close()
+
+
+def test_interrupt_reports_within_two_seconds(daemon: RawDaemon, model: ScriptedModel,
+                                              tmp_path: Path) -> None:
+    daemon.initialize()
+    pidfile = tmp_path / "pid"
+    model.push(tool_calls([("s1", "bash", json.dumps({"command": f"echo $$ > {pidfile}; sleep 60"}))]))
+    sid = daemon.result("session/start", {"cwd": str(tmp_path), "skipPermissions": True})["sessionId"]
+    tid = daemon.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "x"}]})["turnId"]
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    t0 = time.monotonic()
+    assert daemon.result("turn/interrupt", {"sessionId": sid}) == {}
+    done = daemon.wait_for("turn/completed", lambda p: p["turnId"] == tid, timeout=2)
+    assert done["status"] == "interrupted" and time.monotonic() - t0 < 2
+    item = [p["item"] for p in daemon.of("item/completed") if p["item"]["type"] == "toolCall"][0]
+    assert item["effectStatus"] == "unknown"
+    time.sleep(0.3)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_startup_path_does_not_import_openai_or_mcp(isolated_home: Path) -> None:
+    code = ("import sys; from turnstoned import config; from turnstoned.server import create; "
+            "create(config.load(), None); "
+            "print(sorted(m for m in ('openai', 'mcp', 'httpx2') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "TURNSTONED_HOME": str(isolated_home)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_config_error_is_reported_not_fatal(isolated_home: Path, env: dict[str, str]) -> None:
+    cfg = isolated_home / "config" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text("[tools]\ntimeout = 'soon'\n")
+    d = RawDaemon(env)
+    d.initialize()
+    answer = d.request("session/start", {})
+    assert answer["error"]["data"]["kind"] == "configError"
+    assert "tools.timeout" in answer["error"]["message"] and str(cfg) in answer["error"]["message"]
+    assert "tools.timeout" in d.result("daemon/health")["configError"]
+    d.close()

@@ -1,0 +1,564 @@
+"""A scripted OpenAI-compatible chat-completions server for tests and benchmarks.
+
+A real HTTP/1.1 server on 127.0.0.1 (keep-alive, chunked transfer encoding) that answers
+``POST /v1/chat/completions`` the way llama.cpp's llama-server and vLLM do: a
+``text/event-stream`` of ``data: {json}`` chunks ending with ``data: [DONE]`` (or one JSON
+body when the request has no ``stream: true``), and ``GET /v1/models``. Each POST consumes
+one queued :class:`Response`, made by the builders ``text``, ``tool_calls``, ``error``,
+``hang``, ``raw`` and ``token_text``.
+
+Run ``python -m tests.fakes.model_server --port N [--text-tokens N]`` to serve a fixed
+N-token reply to every request (for benchmarks and manual tries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import select
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+MODEL_ID = "scripted"
+NO_SCRIPT_TEXT = "(no scripted response)"
+_WORDS = ("the ", "model ", "writes ", "a ", "long ", "answer ", "with ", "short ", "words ", "now ")
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A step of a reply: send nothing for ``seconds`` (ends early on disconnect or stop)."""
+
+    seconds: float
+
+
+Step = JSON | str | Pause
+
+
+@dataclass(frozen=True)
+class Response:
+    """One scripted answer: an HTTP error, or the steps of a reply built per request."""
+
+    status: int = 200
+    message: str = ""
+    error_type: str = "server_error"
+    start_delay: float = 0.0
+    build: Callable[[JSON], list[Step]] | None = None
+
+
+Responder = Response | Callable[[JSON], Response]
+
+
+def _estimate_tokens(chars: int) -> int:
+    return (chars + 3) // 4
+
+
+class _Script:
+    """Accumulates the chunk sequence of one reply to one request."""
+
+    def __init__(self, request: JSON, delay: float = 0.0) -> None:
+        options = request.get("stream_options") or {}
+        streaming = bool(request.get("stream"))
+        self.include_usage = not streaming or bool(options.get("include_usage"))
+        self.model = str(request.get("model") or MODEL_ID)
+        prompt = json.dumps([request.get("messages"), request.get("tools")])
+        self.prompt_tokens = max(1, _estimate_tokens(len(prompt)))
+        self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+        self.delay = delay
+        self.steps: list[Step] = []
+        self.generated_chars = 0
+        self._role_sent = False
+
+    def _chunk(self, choices: list[JSON]) -> JSON:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model, "system_fingerprint": "b0-scripted", "choices": choices}
+
+    def delta(self, delta: JSON, chars: int = 0, finish_reason: str | None = None) -> None:
+        """Append a chunk carrying ``delta`` (the first one also carries the role)."""
+        if not self._role_sent:
+            delta = {"role": "assistant", **delta}
+            self._role_sent = True
+        if self.delay > 0 and self.steps:
+            self.steps.append(Pause(self.delay))
+        self.generated_chars += chars
+        self.steps.append(self._chunk([{"index": 0, "delta": delta, "finish_reason": finish_reason}]))
+
+    def content(self, pieces: list[str], key: str = "content") -> None:
+        for piece in pieces:
+            self.delta({key: piece}, len(piece))
+
+    def finish(self, reason: str, usage: bool) -> list[Step]:
+        """Append the finish chunk, the usage chunk if asked for, and llama.cpp's timings."""
+        self.delta({}, finish_reason=reason)
+        if usage and self.include_usage:
+            completion = _estimate_tokens(self.generated_chars)
+            chunk = self._chunk([])
+            chunk["usage"] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                              "total_tokens": self.prompt_tokens + completion}
+            self.steps.append(chunk)
+        last = self.steps[-1]
+        assert isinstance(last, dict)
+        last["timings"] = {"prompt_n": self.prompt_tokens, "prompt_ms": 1.5,
+                           "predicted_n": _estimate_tokens(self.generated_chars),
+                           "predicted_ms": 2.5, "predicted_per_second": 400.0}
+        return self.steps
+
+
+def _chunks(text_: str, size: int) -> list[str]:
+    if size < 1:
+        raise ValueError("chunk_size must be at least 1")
+    return [text_[i:i + size] for i in range(0, len(text_), size)]
+
+
+def _split(text_: str, parts: int) -> list[str]:
+    """Split into ``parts`` roughly equal non-empty pieces (one empty piece for "")."""
+    parts = max(1, min(parts, len(text_)))
+    bounds = [len(text_) * i // parts for i in range(parts + 1)]
+    return [text_[bounds[i]:bounds[i + 1]] for i in range(parts)]
+
+
+def text(content: str, *, chunk_size: int = 4, reasoning: str | None = None, usage: bool = True,
+         delay: float = 0.0, finish_reason: str = "stop", start_delay: float = 0.0) -> Response:
+    """A text reply: ``reasoning`` as ``delta.reasoning_content`` first, then ``content``.
+
+    ``delay`` is the pause between chunks; ``start_delay`` the pause before the response
+    headers (a server still processing the prompt).
+    """
+    def build(request: JSON) -> list[Step]:
+        script = _Script(request, delay)
+        script.content(_chunks(reasoning or "", chunk_size), "reasoning_content")
+        script.content(_chunks(content, chunk_size))
+        return script.finish(finish_reason, usage)
+
+    _chunks(content, chunk_size)
+    return Response(start_delay=start_delay, build=build)
+
+
+def token_text(count: int, *, delay: float = 0.0) -> Response:
+    """A text reply of ``count`` tokens (a short word plus a space), one token per chunk."""
+    def build(request: JSON) -> list[Step]:
+        script = _Script(request, delay)
+        script.content([_WORDS[i % len(_WORDS)] for i in range(count)])
+        return script.finish("stop", True)
+
+    return Response(build=build)
+
+
+def tool_calls(calls: list[tuple[str, str, str]], *, content: str | None = "", split: int = 3,
+               usage: bool = True, finish_reason: str = "tool_calls", delay: float = 0.0,
+               start_delay: float = 0.0) -> Response:
+    """Tool-call deltas for ``calls`` = [(call_id, name, raw argument text)], after ``content``.
+
+    The first delta of a call carries index, id, type and name; later ones carry only the
+    index and an argument fragment. Deltas beside tool calls carry ``content: ""`` as
+    llama.cpp sends; ``content=None`` leaves the key out (no content delta at all).
+    """
+    beside: JSON = {} if content is None else {"content": ""}
+
+    def build(request: JSON) -> list[Step]:
+        script = _Script(request, delay)
+        script.content(_chunks(content or "", 4))
+        for index, (call_id, name, arguments) in enumerate(calls):
+            for n, piece in enumerate(_split(arguments, split)):
+                call: JSON = {"index": index, "function": {"arguments": piece}}
+                if n == 0:
+                    call = {"index": index, "id": call_id, "type": "function",
+                            "function": {"name": name, "arguments": piece}}
+                script.delta({**beside, "tool_calls": [call]}, len(piece))
+        return script.finish(finish_reason, usage)
+
+    return Response(start_delay=start_delay, build=build)
+
+
+def error(status: int, message: str = "error", *, type_: str = "server_error") -> Response:
+    """An HTTP error with a JSON body ``{"error": {...}}``, sent before any stream starts."""
+    return Response(status=status, message=message, error_type=type_)
+
+
+def hang(seconds: float = 30.0, *, after_text: str = "") -> Response:
+    """Stream ``after_text``, then nothing for ``seconds``, then finish normally."""
+    def build(request: JSON) -> list[Step]:
+        script = _Script(request)
+        script.content(_chunks(after_text, 4))
+        script.steps.append(Pause(seconds))
+        return script.finish("stop", True)
+
+    return Response(build=build)
+
+
+def raw(chunks: list[JSON | str], *, delay: float = 0.0) -> Response:
+    """Send exactly these data payloads (dicts JSON-encoded, strings verbatim), then [DONE]."""
+    def build(request: JSON) -> list[Step]:
+        steps: list[Step] = []
+        for chunk in chunks:
+            if delay > 0 and steps:
+                steps.append(Pause(delay))
+            steps.append(chunk)
+        return steps
+
+    return Response(build=build)
+
+
+def _merge_chunks(chunks: list[JSON]) -> JSON:
+    """Fold streamed chunks into the one ``chat.completion`` body a non-streaming call gets."""
+    message: JSON = {"role": "assistant", "content": ""}
+    reasoning, calls, finish, usage = "", {}, None, None
+    for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            message["content"] += delta.get("content") or ""
+            reasoning += delta.get("reasoning_content") or ""
+            for part in delta.get("tool_calls") or []:
+                call = calls.setdefault(part["index"], {
+                    "id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                call["id"] = part.get("id") or call["id"]
+                function = part.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    head = chunks[0] if chunks else {}
+    return {"id": head.get("id", "chatcmpl-raw"), "object": "chat.completion",
+            "created": head.get("created", int(time.time())), "model": head.get("model", MODEL_ID),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
+def _invalid_history(request: JSON) -> str | None:
+    """llama-server answers 500 when a history tool call carries arguments that are not JSON."""
+    for message in request.get("messages") or []:
+        for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
+            arguments = (call.get("function") or {}).get("arguments")
+            if not isinstance(arguments, str):
+                continue
+            try:
+                json.loads(arguments)
+            except ValueError as exc:
+                return f"Failed to parse tool call arguments as JSON: {exc}"
+    return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Serves one connection; writes stop quietly when the client goes away."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.track(self.connection, False)
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "scripted"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_error(404, f"no route for GET {self.path}", "not_found_error")
+
+    def do_POST(self) -> None:
+        request = self._read_json()
+        if request is None:
+            return
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_error(404, f"no route for POST {self.path}", "not_found_error")
+            return
+        owner = self.server.owner
+        owner._record(request, dict(self.headers.items()))
+        problem = _invalid_history(request) if owner.reject_invalid_arguments else None
+        if problem is not None:
+            self._send_error(500, problem, "server_error")
+            return
+        self._answer(request, owner._next_response(request))
+
+    def _answer(self, request: JSON, response: Response) -> None:
+        if response.start_delay > 0 and not self._pause(response.start_delay):
+            return
+        if response.build is None:
+            self._send_error(response.status, response.message, response.error_type)
+            return
+        steps = response.build(request)
+        if request.get("stream"):
+            self._stream(steps)
+        else:
+            self._whole(steps)
+
+    def _read_json(self) -> JSON | None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError as exc:
+            self._send_error(400, f"invalid request body: {exc}", "invalid_request_error")
+            return None
+        if not isinstance(body, dict):
+            self._send_error(400, "request body must be a JSON object", "invalid_request_error")
+            return None
+        return body
+
+    def _send_json(self, status: int, body: JSON) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            self._gone()
+
+    def _send_error(self, status: int, message: str, type_: str) -> None:
+        self._send_json(status, {"error": {"message": message, "type": type_, "code": status}})
+
+    def _whole(self, steps: list[Step]) -> None:
+        chunks: list[JSON] = []
+        for step in steps:
+            if isinstance(step, Pause):
+                if not self._pause(step.seconds):
+                    return
+            elif isinstance(step, dict):
+                chunks.append(step)
+        self._send_json(200, _merge_chunks(chunks))
+
+    def _stream(self, steps: list[Step]) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        except OSError:
+            self._gone()
+            return
+        for step in [*steps, "[DONE]"]:
+            if isinstance(step, Pause):
+                sent = self._pause(step.seconds)
+            else:
+                payload = step if isinstance(step, str) else json.dumps(step)
+                sent = self._write_chunk(f"data: {payload}\n\n".encode())
+            if not sent:
+                return
+        self._write_chunk(b"")
+
+    def _write_chunk(self, data: bytes) -> bool:
+        """Write one HTTP chunk (an empty one ends the body); False if the client is gone."""
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        except OSError:  # BrokenPipe/ConnectionReset, or a socket shut down by stop()
+            self._gone()
+            return False
+        return True
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait, watching for a client disconnect or a server stop; False if either happened."""
+        deadline = time.monotonic() + seconds
+        stopping = self.server.owner._stopping
+        while (remaining := deadline - time.monotonic()) > 0:
+            if stopping.is_set():
+                self.close_connection = True
+                return False
+            readable, _, _ = select.select([self.connection], [], [], min(remaining, 0.05))
+            if readable and self._peer_closed():
+                self._gone()
+                return False
+            if readable:
+                stopping.wait(min(remaining, 0.05))
+        return True
+
+    def _peer_closed(self) -> bool:
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _gone(self) -> None:
+        self.close_connection = True
+        self.server.owner._note_disconnect()
+
+
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer that knows its ScriptedModel and its open connections."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, owner: ScriptedModel, port: int) -> None:
+        self.owner = owner
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(("127.0.0.1", port), _Handler)
+
+    def track(self, connection: socket.socket, is_open: bool) -> None:
+        with self._connections_lock:
+            if is_open:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def close_connections(self) -> None:
+        """Shut every open connection so idle keep-alive handler threads end."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the peer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            log.debug("connection from %s ended: %s", client_address, sys.exc_info()[1])
+        else:
+            log.exception("scripted model server failed on a request from %s", client_address)
+
+
+class ScriptedModel:
+    """A scripted OpenAI-compatible server; ``with ScriptedModel() as m:`` runs it.
+
+    Each chat-completions POST consumes one pushed response (a :class:`Response` or a
+    function of the request body returning one); with the queue empty it answers
+    ``default(request)`` or the text "(no scripted response)". Like llama-server, a request
+    whose history holds tool-call arguments that are not JSON gets HTTP 500 (without
+    consuming a response) unless ``reject_invalid_arguments`` is False.
+    """
+
+    def __init__(self, *, port: int = 0, default: Callable[[JSON], Response] | None = None,
+                 reject_invalid_arguments: bool = True, record: bool = True) -> None:
+        self.base_url = ""
+        self.requests: list[JSON] = []
+        self.headers: list[dict[str, str]] = []
+        self.disconnects = 0
+        self.reject_invalid_arguments = reject_invalid_arguments
+        self._port = port
+        self._default = default
+        self._record_requests = record
+        self._queue: deque[Responder] = deque()
+        self._changed = threading.Condition()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> ScriptedModel:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1] if self._server else self._port
+
+    def start(self) -> None:
+        """Bind 127.0.0.1 (an ephemeral port unless one was given) and serve in a thread."""
+        if self._server is not None:
+            return
+        self._stopping.clear()
+        self._server = _Server(self, self._port)
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        name=f"scripted-model-{self.port}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving, end hanging replies and close open connections."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        thread.join()
+        self._server = self._thread = None
+
+    def push(self, *responses: Responder) -> None:
+        """Queue responses; each chat-completions POST consumes one, in order."""
+        with self._changed:
+            self._queue.extend(responses)
+
+    def pending(self) -> int:
+        """How many pushed responses are still unconsumed."""
+        with self._changed:
+            return len(self._queue)
+
+    def wait_requests(self, n: int, timeout: float = 5.0) -> list[JSON]:
+        """Block until at least ``n`` requests arrived; return them (TimeoutError if not)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self.requests) >= n, timeout):
+                raise TimeoutError(f"expected {n} requests, got {len(self.requests)}")
+            return list(self.requests)
+
+    def wait_disconnects(self, n: int = 1, timeout: float = 5.0) -> int:
+        """Block until the server has seen ``n`` clients leave mid-reply (TimeoutError if not)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self.disconnects >= n, timeout):
+                raise TimeoutError(f"expected {n} disconnects, saw {self.disconnects}")
+            return self.disconnects
+
+    def _record(self, request: JSON, headers: dict[str, str]) -> None:
+        if not self._record_requests:
+            return
+        with self._changed:
+            self.requests.append(request)
+            self.headers.append(headers)
+            self._changed.notify_all()
+
+    def _note_disconnect(self) -> None:
+        with self._changed:
+            self.disconnects += 1
+            self._changed.notify_all()
+
+    def _next_response(self, request: JSON) -> Response:
+        with self._changed:
+            item = self._queue.popleft() if self._queue else None
+        if item is None:
+            return self._default(request) if self._default else text(NO_SCRIPT_TEXT)
+        return item if isinstance(item, Response) else item(request)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a fixed N-token text reply to every request until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.model_server",
+                                     description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
+    parser.add_argument("--text-tokens", type=int, default=2000, help="tokens in every reply")
+    args = parser.parse_args(argv)
+    server = ScriptedModel(port=args.port, default=lambda _request: token_text(args.text_tokens),
+                           record=False)
+    server.start()
+    print(server.base_url, file=sys.stderr, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Configuration: TOML into Structs, errors that name the file and key, model resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_config
+from turnstoned import config, paths
+
+
+def test_missing_file_gives_defaults(isolated_home: Path) -> None:
+    cfg = config.load()
+    assert cfg.tools.timeout == 120
+    assert cfg.tools.approval_timeout_seconds == 0
+    assert cfg.session.max_rounds == 50
+
+
+def test_home_override_places_config_and_data(isolated_home: Path) -> None:
+    assert paths.config_file() == isolated_home / "config" / "config.toml"
+    assert paths.database_file().parent == isolated_home / "data"
+
+
+def test_config_env_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "other.toml"
+    f.write_text('[model]\nname = "m1"\n')
+    monkeypatch.setenv("TURNSTONED_CONFIG", str(f))
+    assert config.load().model.name == "m1"
+
+
+def test_values_are_read(isolated_home: Path) -> None:
+    write_config(isolated_home, '[model]\nname = "qwen"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                                'context_window = 8192\n[tools]\ntimeout = 30\nskip_permissions = true\n')
+    cfg = config.load()
+    assert (cfg.model.name, cfg.model.context_window, cfg.tools.timeout) == ("qwen", 8192, 30)
+    assert cfg.tools.skip_permissions is True
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[model]\nnmae = "x"\n', "unknown key `model.nmae`"),
+    ('[toolz]\ntimeout = 3\n', "unknown key `toolz`"),
+    ('[tools]\ntimeout = "soon"\n', "at key `tools.timeout`: expected `int`, got `str`"),
+    ('[tools]\ntimeout = 99999\n', "at key `tools.timeout`: expected `int` <= 3600"),
+    ('[model\nname=1', "not valid TOML"),
+])
+def test_errors_name_file_and_key(isolated_home: Path, text: str, expected: str) -> None:
+    path = write_config(isolated_home, text)
+    with pytest.raises(config.ConfigError) as info:
+        config.load()
+    assert str(path) in str(info.value)
+    assert expected in str(info.value)
+
+
+def test_model_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNSTONED_MODEL", "envmodel")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    m = config.resolve_model(config.ModelConfig())
+    assert isinstance(m, config.ModelSettings)
+    assert (m.name, m.base_url, m.api_key) == ("envmodel", "http://127.0.0.1:1/v1", "sk-env")
+
+
+def test_config_wins_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNSTONED_MODEL", "envmodel")
+    monkeypatch.setenv("MY_KEY", "sk-mine")
+    m = config.resolve_model(config.ModelConfig(name="cfg", api_key_env="MY_KEY"))
+    assert isinstance(m, config.ModelSettings)
+    assert (m.name, m.api_key) == ("cfg", "sk-mine")
+
+
+def test_session_override_wins() -> None:
+    m = config.resolve_model(config.ModelConfig(name="cfg"), "override")
+    assert isinstance(m, config.ModelSettings) and m.name == "override"
+
+
+def test_no_model_explains_how_to_configure(isolated_home: Path) -> None:
+    msg = config.resolve_model(config.ModelConfig())
+    assert isinstance(msg, str)
+    assert "TURNSTONED_MODEL" in msg and "[model]" in msg and str(paths.config_file()) in msg
+
+
+def test_missing_api_key_env_is_explained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    msg = config.resolve_model(config.ModelConfig(name="x", api_key_env="NOPE_KEY"))
+    assert isinstance(msg, str) and "NOPE_KEY" in msg

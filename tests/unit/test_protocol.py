@@ -1,0 +1,47 @@
+"""Protocol v1: one table, camelCase wire names, committed schema without drift."""
+
+from __future__ import annotations
+
+import msgspec
+
+from turnstoned import protocol as p
+from turnstoned import schema
+
+REQUIRED_METHODS = {
+    "session/start", "session/list", "session/resume", "session/close", "turn/start",
+    "turn/interrupt", "tool/list", "mcpServer/list", "mcpServer/refresh", "daemon/health",
+    "turn/started", "item/started", "item/agentMessage/delta", "item/reasoning/delta",
+    "item/toolCall/outputDelta", "item/completed", "approval/resolved", "turn/completed",
+    "item/tool/requestApproval",
+}
+
+
+def test_every_contract_method_is_in_the_table() -> None:
+    assert REQUIRED_METHODS <= set(p.METHODS_BY_NAME)
+    assert len(p.METHODS_BY_NAME) == len(p.METHODS)
+
+
+def test_committed_schema_matches_protocol() -> None:
+    assert schema.SCHEMA_FILE.read_text(encoding="utf-8") == schema.render(), (
+        "schema/protocol-v1.json is stale: run `python -m turnstoned.schema`")
+
+
+def test_wire_names_are_camel_case() -> None:
+    item = p.ToolCallItem(id="c1", call_id="c1", tool="bash", needs_approval=True,
+                          status="pending", is_error=False)
+    wire = msgspec.to_builtins(p.ItemStarted(session_id="s", turn_id="t", item_id="c1", item=item))
+    assert wire["sessionId"] == "s" and wire["itemId"] == "c1"
+    assert wire["item"]["type"] == "toolCall"
+    assert wire["item"]["callId"] == "c1" and wire["item"]["needsApproval"] is True
+    assert wire["item"]["isError"] is False
+
+
+def test_input_items_are_tagged() -> None:
+    params = msgspec.convert({"sessionId": "s", "input": [{"type": "text", "text": "hi"}]},
+                             p.TurnStartParams)
+    assert params.input[0].text == "hi"
+
+
+def test_error_codes_have_kinds() -> None:
+    assert set(p.ERROR_KINDS) == set(p.ErrorCode)
+    assert p.ErrorCode.METHOD_NOT_FOUND == -32601 and p.ErrorCode.INVALID_PARAMS == -32602

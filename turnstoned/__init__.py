@@ -1,0 +1,3 @@
+"""turnstoned: an agent daemon for code editors."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from turnstoned.cli import main
+
+raise SystemExit(main())

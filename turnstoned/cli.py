@@ -1,0 +1,124 @@
+"""Command line: ``turnstoned`` (the stdio daemon) and ``turnstoned chat`` (headless)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from turnstoned import __version__
+from turnstoned import protocol as p
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="turnstoned", description=(
+        "Agent daemon for code editors. With no command it serves protocol v1 on stdio."))
+    parser.add_argument("--version", action="version", version=f"turnstoned {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("serve", help="serve JSON-RPC on stdio (the default)")
+    chat = sub.add_parser("chat", help="run one turn headless and print it")
+    chat.add_argument("prompt", help="what to ask")
+    chat.add_argument("--yes", action="store_true", help="approve every tool call")
+    chat.add_argument("--json", action="store_true", help="print one JSON event per line")
+    chat.add_argument("--cwd", default=None, help="working directory of the session")
+    chat.add_argument("--session", default=None, help="continue this session id")
+    chat.add_argument("--model", default=None, help="model name for a new session")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "chat":
+        try:
+            return asyncio.run(_chat(args))
+        except KeyboardInterrupt:
+            return 130
+    from turnstoned.server import serve_stdio
+
+    return serve_stdio()
+
+
+def _ask_terminal(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+    gated = [i for i in params.items if i.needs_approval]
+    for item in params.items:
+        print(f"\n{item.header}", file=sys.stderr)
+        if item.preview and item.preview != item.header:
+            print(item.preview, file=sys.stderr)
+    labels = sorted({i.approval_label for i in gated})
+    what = labels[0] if len(gated) == 1 else f"{len(gated)} tools ({', '.join(labels)})"
+    print(f"Allow {what}? [y/n/a(lways), optional message] ", end="", file=sys.stderr, flush=True)
+    try:
+        line = sys.stdin.readline() if sys.stdin and not sys.stdin.closed else ""
+    except (OSError, ValueError):
+        line = ""
+    sep = "," if "," in line else " "
+    word, _, feedback = line.strip().partition(sep)
+    word = word.strip().lower()
+    decision = "always" if word in ("a", "always") else "approve" if word in ("y", "yes") else "deny"
+    return p.ApprovalResponse(decision=decision, feedback=feedback.strip() or None)  # type: ignore[arg-type]
+
+
+class _Printer:
+    """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def __call__(self, method: str, params: dict[str, Any]) -> None:
+        if self.as_json:
+            print(json.dumps({"method": method, "params": params}), flush=True)
+            return
+        if method == "item/agentMessage/delta":
+            print(params["delta"], end="", flush=True)
+        elif method == "item/toolCall/outputDelta":
+            print(params["chunk"], end="", file=sys.stderr, flush=True)
+        elif method == "item/started" and params["item"]["type"] == "toolCall":
+            print(f"\n{params['item']['header']}", file=sys.stderr, flush=True)
+        elif method == "item/completed" and params["item"]["type"] == "toolCall":
+            item = params["item"]
+            mark = "✗" if item.get("isError") else "✓"
+            first = (item.get("output") or "").strip().splitlines()[:1]
+            print(f"{mark} {item['tool']} {item['status']}: {first[0][:200] if first else ''}",
+                  file=sys.stderr, flush=True)
+        elif method == "turn/completed":
+            print(flush=True)
+            if params.get("error"):
+                err = params["error"]
+                print(f"turn failed ({err['kind']}): {err['message']}", file=sys.stderr)
+        elif method == "session/notice":
+            print(f"\n[{params['kind']}] {params['text']}", file=sys.stderr, flush=True)
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    from turnstoned.client import Client, RpcFailure
+
+    printer = _Printer(args.json)
+    client = await Client.spawn()
+    try:
+        if args.yes:
+            async def approve(_: p.ApprovalRequestParams) -> p.ApprovalResponse:
+                return p.ApprovalResponse(decision="approve")
+            client.approval_handler = approve
+        else:
+            async def ask(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+                return await asyncio.to_thread(_ask_terminal, params)
+            client.approval_handler = ask
+        try:
+            if args.session:
+                await client.request("session/resume", p.SessionRef(session_id=args.session))
+                sid = args.session
+            else:
+                sid = await client.start_session(cwd=os.path.abspath(args.cwd or "."),
+                                                 model=args.model, skip_permissions=args.yes)
+            if not args.json:
+                print(f"session {sid}", file=sys.stderr)
+            done = await client.run_turn(sid, args.prompt, on_event=printer)
+        except RpcFailure as exc:
+            print(f"turnstoned: {exc.message}", file=sys.stderr)
+            return 2
+        return {"completed": 0, "interrupted": 130}.get(done["status"], 1)
+    finally:
+        await client.close()

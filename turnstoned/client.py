@@ -1,0 +1,209 @@
+"""A small async client for scripts and tests: spawns the daemon, speaks protocol v1.
+
+    async with await Client.spawn() as c:
+        sid = await c.start_session(cwd=".")
+        done = await c.run_turn(sid, "hello", on_event=print)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from turnstoned import protocol as p
+
+ApprovalHandler = Callable[[p.ApprovalRequestParams], Awaitable[p.ApprovalResponse]]
+EventHandler = Callable[[str, dict[str, Any]], None]
+
+
+class RpcFailure(Exception):
+    """The daemon answered a request with an error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.data = code, message, data
+
+    @property
+    def kind(self) -> str | None:
+        return self.data.get("kind") if isinstance(self.data, dict) else None
+
+
+async def _deny(_: p.ApprovalRequestParams) -> p.ApprovalResponse:
+    return p.ApprovalResponse(decision="deny", feedback="no approval handler in this client")
+
+
+class Client:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future[Any]] = {}
+        self._listeners: list[EventHandler] = []
+        self.approval_handler: ApprovalHandler = _deny
+        self._reader = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @classmethod
+    async def spawn(cls, command: Sequence[str] | None = None, *, env: dict[str, str] | None = None,
+                    cwd: str | None = None, initialize: bool = True) -> Client:
+        cmd = list(command or [sys.executable, "-m", "turnstoned"])
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, **(env or {})}, cwd=cwd, limit=2**24)
+        client = cls(proc)
+        if initialize:
+            await client.initialize()
+        return client
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------- wire
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        body = json.dumps(message).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def _read_loop(self) -> None:
+        assert self.proc.stdout is not None
+        out = self.proc.stdout
+        try:
+            while True:
+                length = 0
+                while True:
+                    line = await out.readline()
+                    if not line:
+                        return
+                    if line in (b"\r\n", b"\n"):
+                        break
+                    name, _, value = line.decode().partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                self._dispatch(json.loads(await out.readexactly(length)))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(ConnectionError("the daemon exited"))
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        if "method" in msg and "id" in msg:
+            asyncio.get_running_loop().create_task(self._answer(msg))
+        elif "method" in msg:
+            for listener in list(self._listeners):
+                listener(msg["method"], msg.get("params") or {})
+        else:
+            fut = self._pending.pop(msg.get("id"), None)
+            if fut is None or fut.done():
+                return
+            if "error" in msg:
+                err = msg["error"]
+                fut.set_exception(RpcFailure(err.get("code", 0), err.get("message", ""), err.get("data")))
+            else:
+                fut.set_result(msg.get("result"))
+
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        if msg["method"] != "item/tool/requestApproval":
+            self._send({"jsonrpc": "2.0", "id": msg["id"],
+                        "error": {"code": -32601, "message": f"unknown method {msg['method']}"}})
+            return
+        params = msgspec.convert(msg["params"], p.ApprovalRequestParams)
+        answer = await self.approval_handler(params)
+        self._send({"jsonrpc": "2.0", "id": msg["id"], "result": msgspec.to_builtins(answer)})
+
+    async def request(self, method: str, params: Any = None, timeout: float | None = 30) -> Any:
+        msg_id = next(self._ids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = fut
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = msgspec.to_builtins(params)
+        self._send(message)
+        return await asyncio.wait_for(fut, timeout)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = msgspec.to_builtins(params)
+        self._send(message)
+
+    def listen(self, handler: EventHandler) -> Callable[[], None]:
+        self._listeners.append(handler)
+        return lambda: self._listeners.remove(handler)
+
+    # ----------------------------------------------------------- lifecycle
+
+    async def initialize(self) -> dict[str, Any]:
+        result = await self.request("initialize", {"processId": os.getpid(), "capabilities": {},
+                                                   "clientInfo": {"name": "turnstoned.client"}})
+        self.notify("initialized", {})
+        return result
+
+    async def close(self, timeout: float = 10) -> int:
+        if self.proc.returncode is None:
+            try:
+                await self.request("shutdown", timeout=timeout)
+                self.notify("exit")
+            except (RpcFailure, ConnectionError, asyncio.TimeoutError):
+                pass
+            try:
+                await asyncio.wait_for(self.proc.wait(), timeout)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        self._reader.cancel()
+        return self.proc.returncode or 0
+
+    # ----------------------------------------------------------- typed helpers
+
+    async def start_session(self, **fields: Any) -> str:
+        result = await self.request("session/start", p.SessionStartParams(**fields))
+        return str(result["sessionId"])
+
+    async def start_turn(self, session_id: str, text: str) -> dict[str, Any]:
+        params = p.TurnStartParams(session_id=session_id, input=[p.TextInput(text=text)])
+        result: dict[str, Any] = await self.request("turn/start", params)
+        return result
+
+    async def run_turn(self, session_id: str, text: str, *, on_event: EventHandler | None = None,
+                       timeout: float | None = None) -> dict[str, Any]:
+        """Start a turn and wait for its ``turn/completed``; events go to ``on_event``."""
+        done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        turn: dict[str, str] = {}
+        early: list[tuple[str, dict[str, Any]]] = []
+
+        def handler(method: str, params: dict[str, Any]) -> None:
+            if params.get("sessionId") != session_id:
+                return
+            if "id" not in turn:
+                early.append((method, params))
+                return
+            _deliver(method, params)
+
+        def _deliver(method: str, params: dict[str, Any]) -> None:
+            if params.get("turnId") not in (None, turn["id"]):
+                return
+            if on_event:
+                on_event(method, params)
+            if method == "turn/completed" and not done.done():
+                done.set_result(params)
+
+        unsubscribe = self.listen(handler)
+        try:
+            result = await self.start_turn(session_id, text)
+            turn["id"] = result["turnId"]
+            for method, params in early:
+                _deliver(method, params)
+            return await asyncio.wait_for(done, timeout)
+        finally:
+            unsubscribe()

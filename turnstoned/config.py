@@ -1,0 +1,153 @@
+"""The daemon's configuration: TOML decoded into msgspec Structs.
+
+An unknown key or a value of the wrong type is a ``ConfigError`` naming the
+file, the key and what was expected. Environment variables fill in the model
+when the file does not say: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (the
+OpenAI SDK's own) and ``TURNSTONED_MODEL``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from turnstoned import paths
+
+
+class ConfigError(Exception):
+    """The configuration file cannot be used; the message says where and why."""
+
+
+class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ModelConfig(_Section):
+    base_url: str | None = None
+    name: str | None = None
+    api_key_env: str | None = None
+    context_window: Annotated[int, msgspec.Meta(ge=1024)] = 32768
+    supports_vision: bool = False
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    temperature: float | None = None
+    request_timeout: Annotated[float, msgspec.Meta(gt=0)] = 600.0
+
+
+class ToolsConfig(_Section):
+    timeout: Annotated[int, msgspec.Meta(ge=1, le=3600)] = 120
+    approval_timeout_seconds: Annotated[float, msgspec.Meta(ge=0)] = 0
+    skip_permissions: bool = False
+    truncation: Annotated[int, msgspec.Meta(ge=0)] = 0
+    env_passthrough: list[str] = []
+    max_background_shells: Annotated[int, msgspec.Meta(ge=1, le=64)] = 8
+    auto_approve_tools: list[str] = []
+    search: Literal["auto", "on", "off"] = "auto"
+    search_threshold: Annotated[int, msgspec.Meta(ge=0)] = 20
+    search_max_results: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
+
+
+class SessionConfig(_Section):
+    max_rounds: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
+
+
+class MCPConfig(_Section):
+    config_path: str | None = None
+    # Server entries are validated one by one by the MCP layer, so that one bad
+    # entry disables that server instead of the daemon.
+    servers: dict[str, dict[str, Any]] = {}
+    health_check_seconds: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    call_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+
+
+class Config(_Section):
+    model: ModelConfig = msgspec.field(default_factory=ModelConfig)
+    tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+    session: SessionConfig = msgspec.field(default_factory=SessionConfig)
+    mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)
+
+
+_AT = re.compile(r" - at `\$\.?([^`]*)`$")
+
+
+def _explain(file: Path, err: msgspec.ValidationError) -> str:
+    msg = str(err)
+    m = _AT.search(msg)
+    key = ""
+    if m:
+        key = re.sub(r"\[(\d+)\]", r"[\1]", m.group(1))
+        msg = msg[: m.start()]
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", msg)
+    if unknown:
+        full = f"{key}.{unknown.group(1)}" if key else unknown.group(1)
+        return f"{file}: unknown key `{full}`"
+    where = f" at key `{key}`" if key else ""
+    return f"{file}:{where}: {msg[0].lower()}{msg[1:]}" if where else f"{file}: {msg}"
+
+
+def load(file: Path | None = None) -> Config:
+    """Read the config file (missing file = defaults)."""
+    file = file or paths.config_file()
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+    try:
+        return msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(_explain(file, exc)) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """A model the daemon can call, resolved from config and environment."""
+
+    name: str
+    base_url: str | None
+    api_key: str
+    context_window: int
+    supports_vision: bool
+    max_tokens: int | None
+    temperature: float | None
+    request_timeout: float
+
+
+NOT_CONFIGURED = (
+    "No model is configured. Set `name` (and `base_url` for a local server) under "
+    "[model] in {file}, or set TURNSTONED_MODEL (and OPENAI_BASE_URL, OPENAI_API_KEY) "
+    "in the daemon's environment."
+)
+
+
+def resolve_model(cfg: ModelConfig, override_name: str | None = None) -> ModelSettings | str:
+    """The model to call, or a message telling the user how to configure one."""
+    name = override_name or cfg.name or os.environ.get("TURNSTONED_MODEL")
+    if not name:
+        return NOT_CONFIGURED.format(file=paths.config_file())
+    key = None
+    if cfg.api_key_env:
+        key = os.environ.get(cfg.api_key_env)
+        if not key:
+            return f"[model] api_key_env names {cfg.api_key_env}, which is not set in the environment."
+    key = key or os.environ.get("OPENAI_API_KEY") or "no-key"
+    return ModelSettings(
+        name=name,
+        base_url=cfg.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        api_key=key,
+        context_window=cfg.context_window,
+        supports_vision=cfg.supports_vision,
+        max_tokens=cfg.max_tokens,
+        temperature=cfg.temperature,
+        request_timeout=cfg.request_timeout,
+    )

@@ -1,0 +1,1 @@
+"""The engine: sessions, turns, the tool pipeline and approvals. No transport here."""

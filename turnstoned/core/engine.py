@@ -1,0 +1,218 @@
+"""The engine: every session of the daemon, behind a transport-free API.
+
+Front ends (the stdio server, ``turnstoned chat``) call these methods and
+receive events through the ``EventSink`` they pass in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import time
+from pathlib import Path
+
+from turnstoned import __version__
+from turnstoned import protocol as p
+from turnstoned.config import Config, resolve_model
+from turnstoned.core import messages as m
+from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.errors import EngineError
+from turnstoned.core.events import EventSink
+from turnstoned.core.session import Session, TurnState, resolve_dir
+from turnstoned.core.turn import TurnRunner
+from turnstoned.protocol import ErrorCode
+from turnstoned.store import SessionRow, Store
+from turnstoned.tools.base import SessionEnv, ToolSettings
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    def __init__(self, config: Config, store: Store, sink: EventSink) -> None:
+        self.config = config
+        self.store = store
+        self.sink = sink
+        self.sessions: dict[str, Session] = {}
+
+    # ----------------------------------------------------------- sessions
+
+    def _settings(self) -> ToolSettings:
+        t, mdl = self.config.tools, self.config.model
+        return ToolSettings(
+            timeout=t.timeout, truncation=t.truncation, context_window=mdl.context_window,
+            supports_vision=mdl.supports_vision, env_passthrough=tuple(t.env_passthrough),
+            max_background_shells=t.max_background_shells,
+        )
+
+    def _open(self, row: SessionRow) -> Session:
+        env = SessionEnv(
+            session_id=row.id, kind=row.kind, cwd=Path(row.cwd),
+            workspace=Path(row.workspace) if row.workspace else None, settings=self._settings(),
+        )
+        store = self.store
+        policy = ApprovalPolicy(
+            skip_permissions=row.skip_permissions or self.config.tools.skip_permissions,
+            grants=set(row.grants), configured=frozenset(self.config.tools.auto_approve_tools),
+            timeout=self.config.tools.approval_timeout_seconds,
+            on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
+        )
+        session = Session(row, store, env, policy)
+        env.notice = lambda kind, text, data: self._notice(session, kind, text, data)
+        self.sessions[row.id] = session
+        return session
+
+    def _notice(self, session: Session, kind: str, text: str, data: dict[str, object]) -> None:
+        """A tool's session-level event: tell the editor now, the model at the next seam."""
+        session.queued.append(m.Message(role="user", content=text, id=m.new_id("notice"),
+                                        notice=kind))
+        self.sink.notify("session/notice", p.SessionNotice(
+            session_id=session.id, kind=kind, text=text, data=dict(data)))
+
+    def start_session(self, params: p.SessionStartParams) -> Session:
+        cwd = resolve_dir(params.cwd, Path(os.getcwd()))
+        if not cwd.is_dir():
+            raise EngineError(ErrorCode.INVALID_PARAMS, f"cwd is not a directory: {cwd}")
+        workspace = resolve_dir(params.workspace, cwd) if params.workspace else None
+        now = time.time()
+        row = SessionRow(
+            id=secrets.token_hex(16), kind=params.kind, cwd=str(cwd),
+            workspace=str(workspace) if workspace else None, model=params.model,
+            title=params.title, skip_permissions=params.skip_permissions, grants=(), state={},
+            closed=False, created_at=now, updated_at=now,
+        )
+        self.store.create_session(row)
+        return self._open(row)
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        row = self.store.get_session(session_id)
+        if row is None:
+            raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
+        if row.closed:
+            raise EngineError(ErrorCode.SESSION_CLOSED,
+                              f"session {session_id!r} is closed; session/resume reopens it")
+        return self.resume(session_id)
+
+    def resume(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        row = self.store.get_session(session_id)
+        if row is None:
+            raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
+        if row.closed:
+            self.store.update_session(session_id, closed=False)
+            row = self.store.get_session(session_id) or row
+        session = self._open(row)
+        history = [m.decode(body) for body in self.store.load_messages(session_id)]
+        repaired = m.repair(history)
+        if len(repaired) != len(history):
+            fresh = [x for x in repaired if x not in history]
+            self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
+        session.history = repaired
+        return session
+
+    def list_sessions(self) -> list[p.SessionInfo]:
+        out = []
+        for row in self.store.list_sessions():
+            live = self.sessions.get(row.id)
+            out.append(live.info() if live else
+                       _info(row))
+        return out
+
+    async def close_session(self, session_id: str) -> None:
+        session = self.get(session_id)
+        await self._stop_turn(session)
+        from turnstoned.tools import _shells  # only sessions that used bash have shells
+
+        await _shells.close_all(session.env)
+        self.store.update_session(session_id, closed=True)
+        self.sessions.pop(session_id, None)
+
+    # ----------------------------------------------------------- turns
+
+    def start_turn(self, session_id: str, texts: list[str]) -> tuple[str, bool]:
+        session = self.get(session_id)
+        text = "\n\n".join(t for t in texts if t)
+        if not text.strip():
+            raise EngineError(ErrorCode.INVALID_PARAMS, "input: at least one non-empty text item")
+        if session.turn is not None:
+            session.queued.append(m.Message(role="user", content=text, id=m.new_id("user")))
+            return session.turn.id, True
+        turn = TurnState(id=m.new_id("turn"), generation=session.generation)
+        session.commit([m.Message(role="user", content=text, id=m.new_id("user"), turn_id=turn.id)])
+        session.turn = turn
+        runner = TurnRunner(session, turn, self.config, self.sink)
+        turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
+        return turn.id, False
+
+    def interrupt(self, session_id: str, turn_id: str | None) -> None:
+        session = self.get(session_id)
+        turn = session.turn
+        if turn is None:
+            return
+        if turn_id is not None and turn_id != turn.id:
+            raise EngineError(ErrorCode.TURN_NOT_FOUND, f"turn {turn_id!r} is not running")
+        session.generation += 1
+        turn.cancel.set()
+        if turn.task is not None:
+            turn.task.cancel()
+
+    async def _stop_turn(self, session: Session) -> None:
+        turn = session.turn
+        if turn is None or turn.task is None:
+            return
+        self.interrupt(session.id, None)
+        await asyncio.wait([turn.task], timeout=5)
+
+    # ----------------------------------------------------------- queries
+
+    def tool_list(self, session_id: str | None) -> list[p.ToolInfo]:
+        from turnstoned import tools as registry
+
+        specs = registry.registry()
+        names = registry.tool_names(self.get(session_id).kind) if session_id else list(specs)
+        schemas = {t["function"]["name"]: t["function"] for t in
+                   (self.get(session_id).tool_schemas() if session_id else registry.TOOLS)}
+        return [p.ToolInfo(name=n, description=schemas[n]["description"], source="builtin",
+                           auto_approve=specs[n].auto_approve) for n in names]
+
+    def health(self) -> p.DaemonHealthResult:
+        model = resolve_model(self.config.model)
+        return p.DaemonHealthResult(
+            version=__version__, protocol_version=p.PROTOCOL_VERSION, sessions=len(self.sessions),
+            running_turns=sum(1 for s in self.sessions.values() if s.running),
+            model=None if isinstance(model, str) else model.name, mcp=p.McpHealth(),
+        )
+
+    def terminate(self) -> None:
+        """Last resort at process exit, outside any event loop: kill what sessions spawned."""
+        from turnstoned.tools import _shells
+
+        for session in self.sessions.values():
+            _shells.kill_all_now(session.env)
+        self.store.close()
+
+    async def shutdown(self) -> None:
+        for session in list(self.sessions.values()):
+            try:
+                await self.close_session_runtime(session)
+            except Exception:  # shutting down: log and keep closing the others
+                log.exception("closing session %s", session.id)
+
+    async def close_session_runtime(self, session: Session) -> None:
+        """Stop a session's turn and shells without marking it closed (daemon exit)."""
+        await self._stop_turn(session)
+        from turnstoned.tools import _shells
+
+        await _shells.close_all(session.env)
+
+
+def _info(row: SessionRow) -> p.SessionInfo:
+    from turnstoned.core.session import session_info
+
+    return session_info(row, row.title, row.updated_at, "idle")

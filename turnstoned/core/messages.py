@@ -1,0 +1,147 @@
+"""Conversation messages as the daemon keeps and persists them.
+
+A ``Message`` is an OpenAI chat message plus metadata the model never sees
+(item ids, tool status and effect). ``to_openai`` renders what is sent;
+``to_items`` renders history for an editor redrawing a resumed session.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import msgspec
+
+from turnstoned import protocol as p
+
+
+class ToolCall(msgspec.Struct, kw_only=True):
+    id: str
+    name: str
+    arguments: str = "{}"
+    header: str = ""
+    preview: str = ""
+    needs_approval: bool = False
+
+
+class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
+    role: str  # "user" | "assistant" | "tool"
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    # Metadata (never sent to the model).
+    id: str = ""
+    turn_id: str | None = None
+    status: str | None = None
+    is_error: bool = False
+    effect_status: str | None = None
+    notice: str | None = None  # set on user messages the daemon wrote (feedback, notices)
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if not self.content:
+            return ""
+        return "\n".join(part.get("text", "") for part in self.content if part.get("type") == "text")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Message)
+
+
+def encode(msg: Message) -> str:
+    return _encoder.encode(msg).decode()
+
+
+def decode(body: str) -> Message:
+    return _decoder.decode(body)
+
+
+def to_openai(history: list[Message]) -> list[dict[str, Any]]:
+    """The history as chat-completion messages.
+
+    Image parts of a tool result travel in a user message right after the tool
+    message, because most OpenAI-compatible servers accept only text in tool
+    messages.
+    """
+    out: list[dict[str, Any]] = []
+    for m in history:
+        if m.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": m.text()}
+            if m.tool_calls:
+                entry["tool_calls"] = [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in m.tool_calls
+                ]
+            out.append(entry)
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text()})
+            images = [part for part in m.content or () if isinstance(part, dict)
+                      and part.get("type") == "image_url"] if isinstance(m.content, list) else []
+            if images:
+                label = {"type": "text", "text": f"(image returned by tool call {m.tool_call_id})"}
+                out.append({"role": "user", "content": [label, *images]})
+        else:
+            out.append({"role": m.role, "content": m.content if m.content is not None else ""})
+    return out
+
+
+def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
+    if result is None:
+        return p.ToolCallItem(
+            id=call.id, call_id=call.id, tool=call.name, arguments=call.arguments,
+            header=call.header, preview=call.preview, needs_approval=call.needs_approval,
+            status="cancelled", is_error=True, effect_status="unknown",
+        )
+    return p.ToolCallItem(
+        id=call.id, call_id=call.id, tool=call.name, arguments=call.arguments,
+        header=call.header, preview=call.preview, needs_approval=call.needs_approval,
+        status=result.status or ("failed" if result.is_error else "completed"),  # type: ignore[arg-type]
+        output=result.text(), is_error=result.is_error,
+        effect_status=result.effect_status,  # type: ignore[arg-type]
+    )
+
+
+def to_items(history: list[Message]) -> list[p.Item]:
+    """The history as protocol items, in order (tool results joined to their calls)."""
+    results = {m.tool_call_id: m for m in history if m.role == "tool"}
+    items: list[p.Item] = []
+    for m in history:
+        if m.role == "user":
+            if m.notice:
+                items.append(p.NoticeItem(id=m.id, kind=m.notice, text=m.text()))
+            else:
+                items.append(p.UserMessageItem(id=m.id, text=m.text()))
+        elif m.role == "assistant":
+            if m.reasoning:
+                items.append(p.ReasoningItem(id=f"{m.id}_r", text=m.reasoning))
+            if m.text():
+                items.append(p.AgentMessageItem(id=m.id, text=m.text()))
+            items.extend(_tool_item(c, results.get(c.id)) for c in m.tool_calls)
+    return items
+
+
+def repair(history: list[Message]) -> list[Message]:
+    """Receipts for tool calls that have no result (the daemon stopped mid-batch)."""
+    answered = {m.tool_call_id for m in history if m.role == "tool"}
+    out: list[Message] = []
+    for m in history:
+        out.append(m)
+        if m.role != "assistant":
+            continue
+        for c in m.tool_calls:
+            if c.id not in answered:
+                out.append(Message(
+                    role="tool", tool_call_id=c.id, name=c.name, id=c.id, turn_id=m.turn_id,
+                    content=("The daemon stopped before this call's result was recorded. Outcome "
+                             "UNKNOWN — it may have run; reconcile before re-issuing it."),
+                    status="cancelled", is_error=True, effect_status="unknown",
+                ))
+    return out

@@ -1,0 +1,112 @@
+"""A session: its conversation, tools, grants and the turn that may be running."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from turnstoned import protocol as p
+from turnstoned import tools as registry
+from turnstoned.core import messages as m
+from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.pipeline import BuiltinTool, ToolHandle
+from turnstoned.tools.base import SessionEnv
+
+if TYPE_CHECKING:
+    from turnstoned.store import SessionRow, Store
+
+
+@dataclass(slots=True)
+class TurnState:
+    """The running turn of a session."""
+
+    id: str
+    generation: int
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+class Session:
+    def __init__(self, row: SessionRow, store: Store, env: SessionEnv, policy: ApprovalPolicy) -> None:
+        self.row = row
+        self.id = row.id
+        self.kind = row.kind
+        self.model = row.model
+        self.title = row.title
+        self.store = store
+        self.env = env
+        self.policy = policy
+        self.history: list[m.Message] = []
+        self.queued: list[m.Message] = []
+        self.turn: TurnState | None = None
+        self.generation = 0
+        self.updated_at = row.updated_at
+        self.last_usage: dict[str, Any] | None = None
+
+    # ----------------------------------------------------------- state
+
+    @property
+    def running(self) -> bool:
+        return self.turn is not None
+
+    def commit(self, msgs: list[m.Message]) -> None:
+        """Persist then append: what the store has is what the model will see."""
+        if not msgs:
+            return
+        self.store.append_messages(self.id, [(x.role, x.turn_id, m.encode(x)) for x in msgs])
+        self.history.extend(msgs)
+        self.updated_at = time.time()
+        if self.title is None:
+            first = next((x.text() for x in msgs if x.role == "user" and not x.notice), "")
+            if first:
+                self.title = " ".join(first.split())[:80]
+                self.store.update_session(self.id, title=self.title)
+
+    def info(self) -> p.SessionInfo:
+        return session_info(self.row, self.title, self.updated_at,
+                             "running" if self.running else "idle")
+
+    # ----------------------------------------------------------- tools
+
+    def tool_handles(self) -> dict[str, ToolHandle]:
+        """Callable tools by name: exactly the ones this session's model is shown."""
+        specs = registry.registry()
+        return {
+            name: BuiltinTool(name, specs[name].module, specs[name].meta.get("primary_key"))
+            for name in registry.tool_names(self.kind)
+        }
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        ws = str(self.env.workspace) if self.env.workspace else None
+        return registry.tools_for(self.kind, str(self.env.cwd), ws)
+
+    def system_prompt(self, model_name: str) -> str:
+        lines = [
+            "You are turnstoned, a coding agent working inside the user's code editor.",
+            "Use the tools to inspect and change the project; explain briefly what you did.",
+            f"Working directory: {self.env.cwd}",
+        ]
+        if self.env.workspace and self.env.workspace != self.env.cwd:
+            lines.append(f"Workspace: {self.env.workspace}")
+        lines.append(f"Model: {model_name}. Today is {datetime.now().date().isoformat()}.")
+        return "\n".join(lines)
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def session_info(row: SessionRow, title: str | None, updated_at: float, status: str) -> p.SessionInfo:
+    return p.SessionInfo(
+        session_id=row.id, title=title, cwd=row.cwd, kind=row.kind,  # type: ignore[arg-type]
+        model=row.model, created_at=iso(row.created_at), updated_at=iso(updated_at),
+        status="closed" if row.closed else status,  # type: ignore[arg-type]
+    )
+
+
+def resolve_dir(path: str | None, default: Path) -> Path:
+    return Path(path).expanduser().resolve() if path else default

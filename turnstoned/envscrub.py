@@ -1,0 +1,71 @@
+"""Secret scrubbing for the environments of the subprocesses the daemon starts.
+
+Used for bash (foreground and background), search, the bash_output filter
+helper and MCP stdio servers. A variable survives when it is passed through
+explicitly, is on the safe list, or does not look like a secret. Secrets are
+recognised by exact name or by a trailing ``_KEY``/``_SECRET``/... segment;
+suffix matching (not substring) keeps names such as ``MONKEYTYPE`` and
+``KEYBOARD_LAYOUT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+SAFE_NAMES: frozenset[str] = frozenset(
+    {
+        "PATH", "HOME", "USER", "SHELL", "LANG", "TERM", "TMPDIR", "TMP", "TEMP",
+        "EDITOR", "VISUAL", "COLORTERM", "COLUMNS", "LINES", "PWD", "OLDPWD",
+        "HOSTNAME", "LOGNAME", "DISPLAY", "WAYLAND_DISPLAY", "SSH_AUTH_SOCK",
+        "GPG_AGENT_INFO", "SHLVL", "MANWIDTH", "MAN_KEEP_FORMATTING", "LESS",
+        "LESSOPEN", "LESSCLOSE", "LESSPIPE", "LESSCHARSET",
+    }
+)  # fmt: skip
+SAFE_PREFIXES: tuple[str, ...] = ("LC_", "XDG_")
+
+SECRET_NAMES: frozenset[str] = frozenset(
+    {
+        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TURNSTONE_JWT_SECRET",
+        "TURNSTONE_DISCORD_TOKEN", "TURNSTONE_GITHUB_TOKEN",
+        "TURNSTONE_OIDC_CLIENT_SECRET", "AWS_SECRET_ACCESS_KEY",
+        "AZURE_CLIENT_SECRET", "GCP_SERVICE_ACCOUNT_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS", "DATABASE_URL", "TURNSTONE_DB_URL",
+        "RIPGREP_CONFIG_PATH", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+    }
+)  # fmt: skip
+SECRET_SUFFIXES: tuple[str, ...] = (
+    "_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_CREDENTIAL", "_CREDENTIALS",
+)  # fmt: skip
+
+
+def is_safe_name(name: str) -> bool:
+    """True for names on the safe list (exact, case-sensitive) or with a safe prefix."""
+    return name in SAFE_NAMES or name.startswith(SAFE_PREFIXES)
+
+
+def is_secret_name(name: str) -> bool:
+    """True for names that are known secrets or end with a secret-looking segment."""
+    upper = name.upper()
+    return upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+
+
+def scrub_env(
+    environ: Mapping[str, str],
+    *,
+    passthrough: Iterable[str] = (),
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """A copy of ``environ`` without secrets, with ``extra`` merged on top.
+
+    ``passthrough`` names are kept whatever they look like (an operator's
+    explicit choice); ``extra`` may re-introduce a scrubbed name on purpose.
+    """
+    keep = frozenset(passthrough)
+    result = {
+        name: value
+        for name, value in environ.items()
+        if name in keep or is_safe_name(name) or not is_secret_name(name)
+    }
+    if extra:
+        result.update(extra)
+    return result

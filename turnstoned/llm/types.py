@@ -1,0 +1,33 @@
+"""Provider-neutral results of one model call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ModelError(Exception):
+    """A model call failed; ``kind`` is one of protocol.TurnErrorKind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(slots=True)
+class RawToolCall:
+    """A tool call as the model streamed it; ``arguments`` is raw text."""
+
+    id: str
+    name: str
+    arguments: str = ""
+
+
+@dataclass(slots=True)
+class ModelReply:
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[RawToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None

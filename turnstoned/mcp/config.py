@@ -1,0 +1,274 @@
+"""MCP server configuration: three sources merged into validated ``ServerSpec``s.
+
+Sources, lowest precedence first (a name defined in a later source replaces the
+whole entry of an earlier one; fields are never merged across sources):
+
+1. the project's ``.mcp.json`` in ``project_dir`` (origin ``project:<path>``);
+2. the ``{"mcpServers": {...}}`` JSON file named by ``--mcp-config`` or
+   ``[mcp] config_path`` (origin ``mcp-config:<path>``);
+3. the ``[mcp.servers.NAME]`` tables of config.toml (origin ``config``).
+
+The user's own config wins: a repository cannot redefine a server the user
+configured. A bad higher-precedence entry is not replaced by a good lower one
+(that would silently run a command the user did not write); it becomes a
+``ConfigIssue`` and that server is disabled.
+
+Entry fields: stdio ``command``, ``args``, ``env``, ``cwd``; HTTP ``type = "http"``
+(also ``"streamable-http"``/``"streamableHttp"``; an entry with ``url`` and no
+``type`` is HTTP), ``url``, ``headers``; both take ``timeout`` (seconds per call)
+and ``enabled``/``disabled``. Strings may use ``${VAR}`` and ``${VAR:-default}``,
+expanded from the daemon's environment. A relative ``cwd`` from a JSON file is
+taken relative to that file; project stdio servers default to ``project_dir``.
+Unknown keys (other agents' ``autoApprove`` and the like) are ignored.
+
+Nothing here raises on bad input: every problem becomes a ``ConfigIssue``
+naming the server (``name == ""`` for a whole-file problem) and its origin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+log = logging.getLogger(__name__)
+
+PROJECT_FILE = ".mcp.json"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
+
+
+class ServerSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """One configured MCP server, validated."""
+
+    name: str
+    type: Literal["stdio", "http"]
+    command: str = ""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str = ""
+    headers: dict[str, str] = {}
+    origin: str = "config"
+    timeout: float | None = None  # per-call timeout override, seconds
+    enabled: bool = True
+
+
+class ConfigIssue(msgspec.Struct, kw_only=True, frozen=True):
+    """A configuration problem; the named server (if any) is disabled."""
+
+    name: str
+    origin: str
+    message: str
+
+
+class _EntryError(ValueError):
+    """One entry cannot be used; the message is shown to the user."""
+
+
+def load_servers(
+    config_servers: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    mcp_config_path: Path | None,
+    project_dir: Path | None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[ServerSpec], list[ConfigIssue]]:
+    """Merge the three sources (see the module docstring) into specs and issues.
+
+    Specs come out in precedence order of first definition: project entries,
+    then the JSON file's, then config.toml's, each in file order.
+    """
+    env = os.environ if environ is None else environ
+    issues: list[ConfigIssue] = []
+    layers: list[tuple[str, Mapping[str, Any], Path | None]] = []
+    if project_dir is not None:
+        project_file = project_dir / PROJECT_FILE
+        if project_file.is_file():
+            origin = f"project:{project_file}"
+            table = _read_json_servers(project_file, origin, issues)
+            layers.append((origin, table, project_dir))
+    if mcp_config_path is not None:
+        origin = f"mcp-config:{mcp_config_path}"
+        table = _read_json_servers(mcp_config_path, origin, issues)
+        layers.append((origin, table, mcp_config_path.parent))
+    if config_servers:
+        layers.append(("config", config_servers, None))
+    merged: dict[str, ServerSpec | ConfigIssue] = {}
+    for origin, table, base_dir in layers:
+        for name, raw in table.items():
+            if name in merged:
+                log.info("MCP server %r from %s replaces the one from %s", name, origin, _origin_of(merged[name]))
+                del merged[name]  # re-insert so the order shows where the winner came from
+            merged[name] = _parse_entry(str(name), raw, origin, base_dir, env)
+    specs = [item for item in merged.values() if isinstance(item, ServerSpec)]
+    issues.extend(item for item in merged.values() if isinstance(item, ConfigIssue))
+    return specs, issues
+
+
+def _origin_of(item: ServerSpec | ConfigIssue) -> str:
+    return item.origin
+
+
+def _read_json_servers(path: Path, origin: str, issues: list[ConfigIssue]) -> Mapping[str, Any]:
+    """The ``mcpServers`` table of a JSON file, or {} with an issue recorded."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        issues.append(ConfigIssue(name="", origin=origin, message=f"{path}: file not found"))
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        issues.append(ConfigIssue(name="", origin=origin, message=f"{path}: cannot read: {exc}"))
+        return {}
+    except json.JSONDecodeError as exc:
+        message = f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        issues.append(ConfigIssue(name="", origin=origin, message=message))
+        return {}
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        message = f'{path}: expected a top-level object {{"mcpServers": {{...}}}}'
+        issues.append(ConfigIssue(name="", origin=origin, message=message))
+        return {}
+    return servers
+
+
+def _parse_entry(
+    name: str, raw: Any, origin: str, base_dir: Path | None, env: Mapping[str, str]
+) -> ServerSpec | ConfigIssue:
+    try:
+        _check_name(name)
+        if not isinstance(raw, Mapping):
+            raise _EntryError(f"expected a table/object, got {_kind(raw)}")
+        expand = _expander(env)
+        kind = _transport(raw)
+        common = {
+            "name": name,
+            "origin": origin,
+            "timeout": _timeout(raw.get("timeout")),
+            "enabled": _enabled(raw),
+        }
+        if kind == "http":
+            return ServerSpec(type="http", **common, **_http_fields(raw, expand))
+        project = base_dir if origin.startswith("project:") else None
+        return ServerSpec(type="stdio", **common, **_stdio_fields(raw, expand, base_dir, project))
+    except _EntryError as exc:
+        return ConfigIssue(name=name, origin=origin, message=f"MCP server {name!r} ({origin}): {exc}")
+
+
+def _check_name(name: str) -> None:
+    if "__" in name:
+        raise _EntryError(
+            "the name contains '__', which is reserved as the separator in tool names "
+            "(mcp__<server>__<tool>); rename the server"
+        )
+    if not NAME_PATTERN.fullmatch(name):
+        raise _EntryError("a server name must be 1-64 characters of letters, digits, '.', '_' or '-'")
+
+
+def _transport(raw: Mapping[str, Any]) -> Literal["stdio", "http"]:
+    kind = raw.get("type")
+    if kind is None:
+        return "http" if "url" in raw and "command" not in raw else "stdio"
+    if not isinstance(kind, str):
+        raise _EntryError(f"'type' must be a string, got {_kind(kind)}")
+    if kind == "stdio":
+        return "stdio"
+    if kind in _HTTP_TYPES:
+        return "http"
+    if kind == "sse":
+        raise _EntryError("the legacy SSE transport is not supported; use type 'http' (streamable HTTP)")
+    raise _EntryError(f"unknown type {kind!r} (expected 'stdio' or 'http')")
+
+
+def _stdio_fields(
+    raw: Mapping[str, Any], expand: Callable[[str], str], base_dir: Path | None, project: Path | None
+) -> dict[str, Any]:
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        got = "nothing" if command is None else _kind(command)
+        raise _EntryError(f"'command' must be a non-empty string (got {got})")
+    args = raw.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
+        raise _EntryError("'args' must be a list of strings")
+    cwd = raw.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise _EntryError(f"'cwd' must be a string, got {_kind(cwd)}")
+    resolved_cwd = _resolve_cwd(expand(cwd), base_dir) if cwd else (str(project) if project else None)
+    return {
+        "command": os.path.expanduser(expand(command.strip())),
+        "args": [expand(str(a)) for a in args],
+        "env": _string_map(raw.get("env"), "env", expand),
+        "cwd": resolved_cwd,
+    }
+
+
+def _http_fields(raw: Mapping[str, Any], expand: Callable[[str], str]) -> dict[str, Any]:
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise _EntryError("'url' must be a non-empty string for an HTTP server")
+    url = expand(url.strip())
+    if not url.startswith(("http://", "https://")):
+        raise _EntryError(f"'url' must start with http:// or https:// (got {url!r})")
+    return {"url": url, "headers": _string_map(raw.get("headers"), "headers", expand)}
+
+
+def _resolve_cwd(cwd: str, base_dir: Path | None) -> str:
+    path = Path(os.path.expanduser(cwd))
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    return str(path)
+
+
+def _string_map(value: Any, key: str, expand: Callable[[str], str]) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _EntryError(f"'{key}' must be a table/object of strings, got {_kind(value)}")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise _EntryError(f"'{key}.{k}' must be a string, got {_kind(v)}")
+        out[str(k)] = expand(str(v))
+    return out
+
+
+def _timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise _EntryError(f"'timeout' must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _enabled(raw: Mapping[str, Any]) -> bool:
+    enabled, disabled = raw.get("enabled", True), raw.get("disabled", False)
+    if not isinstance(enabled, bool) or not isinstance(disabled, bool):
+        raise _EntryError("'enabled' and 'disabled' must be true or false")
+    return enabled and not disabled
+
+
+def _expander(env: Mapping[str, str]) -> Callable[[str], str]:
+    def expand(text: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            value = env.get(name)
+            if default is not None and not value:
+                return default
+            if value is not None:
+                return value
+            raise _EntryError(f"environment variable {name} is not set (used as ${{{name}}})")
+
+        return _VAR.sub(one, text) if "${" in text else text
+
+    return expand
+
+
+def _kind(value: Any) -> str:
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list"}
+    return names.get(type(value), "a table" if isinstance(value, Mapping) else type(value).__name__)

@@ -1,0 +1,355 @@
+"""One live connection to one MCP server, over stdio or streamable HTTP.
+
+This module imports the MCP SDK; ``manager`` imports it lazily, on the first
+connect, so the daemon's startup path never pays for the SDK.
+
+The SDK's transports and ``ClientSession`` are anyio context managers that
+must be entered and left by one task, so each connection has a runner task
+that owns them: it connects, hands the session out, and then waits until the
+connection is closed or lost. Requests are sent from the callers' own tasks
+(the session is safe to share), so a call costs no extra task hop. A lost
+connection is noticed the moment the session's read stream ends (a stdio
+server exiting, an HTTP transport failing), not only at the next health ping.
+
+The client speaks the 2025-11-25 handshake (``initialize``), whose list_changed
+notifications arrive on the session's ``message_handler``; see
+``docs`` in the package docstring for why not the 2026-07-28 discover mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import deque
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from turnstoned import __version__
+from turnstoned.mcp import render
+from turnstoned.mcp.config import ServerSpec
+from turnstoned.mcp import discovery
+from turnstoned.mcp.models import ConnectError, MCPCallResult
+
+log = logging.getLogger(__name__)
+server_log = logging.getLogger("turnstoned.mcp.server")
+
+CLIENT_INFO = types.Implementation(name="turnstoned", version=__version__)
+PREFLIGHT_TIMEOUT = 5.0
+CLOSE_TIMEOUT = 10.0
+STDERR_TAIL = 20
+_LIST_CHANGED = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+
+
+class Connection:
+    """A connected (or connecting) MCP server. Create, ``await open()``, use, ``await close()``."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        env: dict[str, str],
+        connect_timeout: float,
+        on_list_changed: Callable[[Connection, str], None],
+        on_lost: Callable[[Connection, str], None],
+    ) -> None:
+        self.spec = spec
+        self._env = env
+        self._connect_timeout = connect_timeout
+        self._on_list_changed = on_list_changed
+        self._on_lost = on_lost
+        self._scope = anyio.CancelScope()
+        self._ended = asyncio.Event()
+        self._closing = False
+        self._lost_reason: str | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._stderr_task: asyncio.Task[None] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.session: ClientSession | None = None
+        self.init: types.InitializeResult | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.session is not None and not self._ended.is_set()
+
+    @property
+    def capabilities(self) -> Any:
+        return self.init.capabilities if self.init is not None else None
+
+    @property
+    def server_version(self) -> str | None:
+        info = self.init.server_info if self.init is not None else None
+        return f"{info.name} {info.version}".strip() if info is not None else None
+
+    async def open(self) -> None:
+        """Connect and initialize; raises ``ConnectError`` with a readable reason."""
+        if self.spec.type == "http":
+            await _preflight(self.spec.url)
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self._run(ready), name=f"mcp:{self.spec.name}")
+        try:
+            await ready
+        except ConnectError as exc:
+            await self._drain_stderr()
+            raise ConnectError(self._with_stderr(str(exc))) from None
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Close the session and stop the server process; bounded, idempotent."""
+        self._closing = True
+        self._scope.cancel()
+        runner = self._runner
+        if runner is not None and not runner.done():
+            done, _ = await asyncio.wait({runner}, timeout=CLOSE_TIMEOUT)
+            if not done:
+                log.warning("MCP server %r did not shut down in %.0fs", self.spec.name, CLOSE_TIMEOUT)
+                runner.cancel()
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        try:
+            with self._scope:
+                async with AsyncExitStack() as stack:
+                    read, write = await self._enter_transport(stack)
+                    watched = _WatchedStream(read, self._stream_ended)
+                    session = ClientSession(watched, write, message_handler=self._on_message, client_info=CLIENT_INFO)
+                    await stack.enter_async_context(session)
+                    try:
+                        with anyio.fail_after(self._connect_timeout):
+                            self.init = await session.initialize()
+                    except TimeoutError:
+                        raise ConnectError(f"no answer to initialize within {self._connect_timeout:g}s") from None
+                    self.session = session
+                    ready.set_result(None)
+                    await self._ended.wait()
+        except Exception as exc:  # noqa: BLE001 - every failure of a server becomes its status text
+            self._lost_reason = describe(exc)
+            log.debug("MCP server %r runner ended", self.spec.name, exc_info=True)
+        finally:
+            self.session = None
+            self._ended.set()
+            if not ready.done():
+                ready.set_exception(ConnectError(self._lost_reason or "connection closed while connecting"))
+            elif not self._closing:
+                self._on_lost(self, self._lost_reason or "connection lost")
+
+    async def _enter_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+        spec = self.spec
+        if spec.type == "http":
+            client = httpx2.AsyncClient(headers=spec.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            await stack.enter_async_context(client)
+            return await stack.enter_async_context(streamable_http_client(spec.url, http_client=client))
+        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=self._env, cwd=spec.cwd)
+        read_fd, write_fd = os.pipe()
+        errlog = os.fdopen(write_fd, "w")
+        try:
+            self._stderr_task = asyncio.create_task(self._read_stderr(read_fd))
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        except OSError as exc:
+            raise ConnectError(f"cannot start {spec.command!r}: {exc.strerror or exc}") from None
+        finally:
+            errlog.close()  # the child holds its own copy
+        return streams
+
+    async def _read_stderr(self, fd: int) -> None:
+        """Log the server's stderr (never the daemon's stdout) and keep its tail."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        pipe = os.fdopen(fd, "rb", 0)
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        try:
+            while line := await reader.readline():
+                text = line.decode("utf-8", "replace").rstrip()
+                if text:
+                    self.stderr_tail.append(text)
+                    server_log.info("[%s] %s", self.spec.name, text)
+        finally:
+            transport.close()
+
+    async def _drain_stderr(self) -> None:
+        if self._stderr_task is not None:
+            await asyncio.wait({self._stderr_task}, timeout=0.5)
+
+    def _with_stderr(self, message: str) -> str:
+        tail = list(self.stderr_tail)[-5:]
+        return message + ("\nserver stderr:\n" + "\n".join(tail) if tail else "")
+
+    def _stream_ended(self) -> None:
+        if not self._closing and self._lost_reason is None:
+            self._lost_reason = "the server closed the connection"
+        self._ended.set()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            log.debug("MCP server %r transport error: %r", self.spec.name, message)
+            return
+        kind = _LIST_CHANGED.get(getattr(message, "method", ""))
+        if kind is not None:
+            self._on_list_changed(self, kind)
+
+    async def discover(self, kinds: frozenset[str], timeout: float) -> dict[str, Any]:
+        """The server's catalog for ``kinds``; raises ``ConnectError`` on any failure."""
+        session = self.session
+        if session is None:
+            raise ConnectError("not connected")
+        try:
+            return await discovery.discover(session, self.spec.name, kinds, timeout)
+        except (MCPError, TimeoutError, RuntimeError, ValueError) as exc:
+            raise ConnectError(f"listing the catalog failed: {describe(exc)}") from None
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> MCPCallResult:
+        """``tools/call``; every failure is an error result, never an exception (except cancellation)."""
+        session = self.session
+        if session is None:
+            return self._not_connected()
+        try:
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        except MCPError as exc:
+            return self._request_error(exc, "tool", timeout)
+        except (RuntimeError, ValueError) as exc:  # malformed result, output-schema mismatch
+            return MCPCallResult(content=f"MCP tool error: {exc}", is_error=True)
+        return render.tool_result(result)
+
+    async def read_resource(self, uri: str, timeout: float) -> MCPCallResult:
+        session = self.session
+        if session is None:
+            return self._not_connected()
+        try:
+            result = await session.send_request(
+                types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
+                types.ReadResourceResult,
+                request_read_timeout_seconds=timeout,
+            )
+        except MCPError as exc:
+            return self._request_error(exc, "resource read", timeout)
+        except (RuntimeError, ValueError) as exc:
+            return MCPCallResult(content=f"MCP resource error: {exc}", is_error=True)
+        return render.resource_result(result)
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str], timeout: float) -> MCPCallResult:
+        session = self.session
+        if session is None:
+            return self._not_connected()
+        try:
+            result = await session.send_request(
+                types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt, arguments=arguments)),
+                types.GetPromptResult,
+                request_read_timeout_seconds=timeout,
+            )
+        except MCPError as exc:
+            return self._request_error(exc, "prompt", timeout)
+        except (RuntimeError, ValueError) as exc:
+            return MCPCallResult(content=f"MCP prompt error: {exc}", is_error=True)
+        return render.prompt_result(result)
+
+    async def ping(self, timeout: float) -> str:
+        """``"ok"``, ``"lost"`` (the connection is gone) or ``"slow"`` (timeout/refused: keep it)."""
+        session = self.session
+        if session is None:
+            return "lost"
+        try:
+            await session.send_request(types.PingRequest(), types.EmptyResult, request_read_timeout_seconds=timeout)
+        except MCPError as exc:
+            return "lost" if exc.code == types.CONNECTION_CLOSED else "slow"
+        return "ok"
+
+    def _not_connected(self) -> MCPCallResult:
+        return MCPCallResult(content=f"MCP server {self.spec.name!r} is not connected", is_error=True)
+
+    def _request_error(self, exc: MCPError, what: str, timeout: float) -> MCPCallResult:
+        name = self.spec.name
+        if exc.code == types.REQUEST_TIMEOUT:
+            text = f"MCP {what} timed out after {timeout:g}s."
+            if what == "tool":
+                text += " Outcome UNKNOWN: the server may or may not have completed it."
+                return MCPCallResult(content=text, is_error=True, effect_status="unknown")
+            return MCPCallResult(content=text, is_error=True)
+        if exc.code == types.CONNECTION_CLOSED:
+            text = f"MCP server {name!r} disconnected during the {what}."
+            if what == "tool":
+                text += " Outcome UNKNOWN."
+                return MCPCallResult(content=text, is_error=True, effect_status="unknown")
+            return MCPCallResult(content=text, is_error=True)
+        return MCPCallResult(content=f"MCP {what} error: {exc.error.message} (code {exc.code})", is_error=True)
+
+
+class _WatchedStream:
+    """The session's read stream, reporting when it ends (the connection is gone)."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+async def _preflight(url: str) -> None:
+    """A quick TCP connect, so an unreachable server fails with a clear, fast error."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), PREFLIGHT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConnectError(f"cannot reach {host}:{port}: {reason}") from None
+    writer.close()
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line account of a connect failure, flattening exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(describe(e) for e in exc.exceptions))
+    if isinstance(exc, ConnectError):
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, MCPError):
+        if exc.code == types.CONNECTION_CLOSED:
+            return "the server closed the connection during initialize"
+        return f"{exc.error.message} (code {exc.code})"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

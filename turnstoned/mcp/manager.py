@@ -1,0 +1,242 @@
+"""``MCPManager``: every configured MCP server, connected, discovered and kept alive.
+
+Lifecycle: ``start()`` returns at once and connects each enabled server in a
+background task; ``wait_ready()`` waits until each has connected or failed
+once; ``close()`` stops everything and leaves no server process behind.
+
+Catalog: ``tools()``, ``resources()``, ``resource_templates()`` and
+``prompts()`` return the current merged snapshot. A snapshot is never mutated:
+any change swaps in new lists (so ``is`` tells a caller whether it changed)
+and then calls the ``add_listener`` callbacks on the event loop. Servers keep
+their configuration order; on a name or URI clash the earlier server wins.
+
+Liveness (see ``pool``): a connection that ends (stdio process exited, HTTP
+transport failed) is noticed at once; its entries leave the catalog and it is
+reconnected with backoff, each success ending in a full rediscovery. The
+health loop pings idle servers every ``health_interval`` seconds, retries
+failed list refreshes and restarts reconnect loops. ``list_changed``
+notifications schedule a debounced refresh of that kind for that server.
+
+Calls never raise for server trouble: ``call_tool``, ``read_resource`` and
+``get_prompt`` return an ``MCPCallResult`` with ``is_error`` set (and
+``effect_status="unknown"`` for a tool call that timed out or lost its
+connection mid-way). Cancelling the awaiting task cancels the request on the
+server (``notifications/cancelled``) and keeps the connection.
+
+Nothing here imports the MCP SDK: ``connection`` (which does) is imported on
+the first connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from turnstoned.mcp.catalog_index import CatalogIndex
+from turnstoned.mcp.config import ConfigIssue, ServerSpec
+from turnstoned.mcp.models import (
+    CatalogChange,
+    MCPCallResult,
+    MCPPrompt,
+    MCPResource,
+    MCPResourceTemplate,
+    MCPTool,
+    ServerStatus,
+)
+from turnstoned.mcp.pool import Server, ServerPool, Timings
+
+log = logging.getLogger(__name__)
+
+EnvScrub = Callable[[Mapping[str, str]], dict[str, str]]
+
+
+class MCPManager:
+    """Connections to the configured MCP servers and their merged catalog."""
+
+    def __init__(
+        self,
+        specs: list[ServerSpec],
+        issues: Iterable[ConfigIssue] = (),
+        *,
+        call_timeout: float = 120.0,
+        env_scrub: EnvScrub | None = None,
+        health_interval: float = 30.0,
+        connect_timeout: float = 30.0,
+        ping_timeout: float = 10.0,
+        debounce: float = 0.3,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 60.0,
+    ) -> None:
+        timings = Timings(health_interval, connect_timeout, ping_timeout, debounce, backoff_base, backoff_cap)
+        self._pool = ServerPool(specs, timings, on_catalog=self._publish, on_status=self._emit_status)
+        self._servers = self._pool.servers
+        self._issues = list(issues)
+        self._call_timeout = call_timeout
+        self._env_scrub = env_scrub
+        self._index = CatalogIndex()
+        self._listeners: dict[int, Callable[[], None]] = {}
+        self._status_listeners: dict[int, Callable[[ServerStatus], None]] = {}
+        self._next_token = 0
+        self._started = False
+
+    async def start(self) -> None:
+        """Begin connecting every enabled server in the background; returns at once."""
+        if self._started:
+            return
+        self._started = True
+        env = self._env_scrub(os.environ) if self._env_scrub is not None else dict(os.environ)
+        self._pool.start(env)
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Wait until every enabled server has connected or failed at least once."""
+        await asyncio.wait_for(asyncio.gather(*(s.settled.wait() for s in self._servers.values())), timeout)
+
+    async def close(self) -> None:
+        """Stop every loop, close every session and terminate stdio servers."""
+        await self._pool.close()
+
+    # -- catalog -------------------------------------------------------------------
+
+    def tools(self) -> list[MCPTool]:
+        """The current tool snapshot (do not mutate; a new list replaces it on change)."""
+        return self._index.tools
+
+    def resources(self) -> list[MCPResource]:
+        return self._index.resources
+
+    def resource_templates(self) -> list[MCPResourceTemplate]:
+        return self._index.templates
+
+    def prompts(self) -> list[MCPPrompt]:
+        return self._index.prompts
+
+    def is_mcp_tool(self, name: str) -> bool:
+        """True for any ``mcp__`` name: MCP dispatch owns it even while its server is away."""
+        return name.startswith("mcp__")
+
+    def status(self) -> list[ServerStatus]:
+        """Configuration problems first (``name == ""`` for a whole file), then each server."""
+        issues = [ServerStatus(name=i.name, status="disabled", origin=i.origin, error=i.message) for i in self._issues]
+        return issues + [_status_of(srv) for srv in self._servers.values()]
+
+    def add_listener(self, cb: Callable[[], None]) -> Callable[[], None]:
+        """Call ``cb()`` after each catalog change; returns the unsubscribe function."""
+        return self._subscribe(self._listeners, cb)
+
+    def add_status_listener(self, cb: Callable[[ServerStatus], None]) -> Callable[[], None]:
+        """Call ``cb(status)`` whenever a server's state, error or counts change."""
+        return self._subscribe(self._status_listeners, cb)
+
+    def _subscribe(self, table: dict[int, Any], cb: Any) -> Callable[[], None]:
+        self._next_token += 1
+        token = self._next_token
+        table[token] = cb
+
+        def unsubscribe() -> None:
+            table.pop(token, None)
+
+        return unsubscribe
+
+    # -- calls ---------------------------------------------------------------------
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None) -> MCPCallResult:
+        """Call a tool by its model-facing name; server trouble is an error result."""
+        tool = self._index.tool_by_name.get(name)
+        if tool is None:
+            return self._unavailable("tool", name, self._index.known_tools.get(name))
+        srv = self._servers[tool.server]
+        conn = srv.conn
+        if conn is None:
+            return self._unavailable("tool", name, tool.server)
+        limit = timeout if timeout is not None else (srv.spec.timeout or self._call_timeout)
+        srv.inflight += 1
+        try:
+            return await conn.call_tool(tool.tool, arguments, limit)
+        finally:
+            srv.inflight -= 1
+
+    async def read_resource(self, uri: str) -> MCPCallResult:
+        """Read a listed resource, or a URI matching a template (longest prefix wins)."""
+        server = self._index.server_for_uri(uri)
+        srv = self._servers.get(server) if server else None
+        if srv is None or srv.conn is None:
+            return self._unavailable("resource", uri, server)
+        return await srv.conn.read_resource(uri, srv.spec.timeout or self._call_timeout)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> MCPCallResult:
+        """Expand a prompt (``mcp__{server}__{prompt}``) into ``[role]: content`` text."""
+        prompt = self._index.prompt_by_name.get(name)
+        srv = self._servers.get(prompt.server) if prompt else None
+        if prompt is None or srv is None or srv.conn is None:
+            return self._unavailable("prompt", name, prompt.server if prompt else None)
+        args = {str(k): v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in arguments.items()}
+        return await srv.conn.get_prompt(prompt.prompt, args, srv.spec.timeout or self._call_timeout)
+
+    def _unavailable(self, what: str, name: str, server: str | None) -> MCPCallResult:
+        srv = self._servers.get(server) if server else None
+        if srv is None:
+            return MCPCallResult(content=f"Unknown MCP {what}: {name}", is_error=True)
+        detail = f" ({srv.error})" if srv.error else ""
+        text = f"MCP server {srv.spec.name!r} is not connected{detail}; {what} {name} is unavailable for now."
+        return MCPCallResult(content=text, is_error=True)
+
+    async def refresh(self, name: str | None = None) -> list[CatalogChange]:
+        """Rediscover one server or all, reconnecting dead ones; returns the +/- changes.
+
+        Raises ``KeyError`` for an unknown server name (the message lists the known ones).
+        """
+        if name is not None and name not in self._servers:
+            known = ", ".join(self._servers) or "none"
+            raise KeyError(f"unknown MCP server {name!r} (configured: {known})")
+        targets = [self._servers[name]] if name is not None else list(self._servers.values())
+        return list(await asyncio.gather(*(self._pool.refresh(srv) for srv in targets)))
+
+    # -- publishing ----------------------------------------------------------------
+
+    def _publish(self) -> None:
+        """Rebuild the merged catalog; notify listeners when it changed."""
+        index = CatalogIndex.build([srv.catalog for srv in self._servers.values()], self._index)
+        if index.same_as(self._index):
+            return
+        self._index = index
+        for cb in list(self._listeners.values()):
+            _safe_call(cb)
+        for srv in self._servers.values():
+            self._emit_status(srv)
+
+    def _emit_status(self, srv: Server) -> None:
+        status = _status_of(srv)
+        if status == srv.last_status:
+            return
+        srv.last_status = status
+        for cb in list(self._status_listeners.values()):
+            _safe_call(cb, status)
+
+
+def _status_of(srv: Server) -> ServerStatus:
+    conn, cat = srv.conn, srv.catalog
+    init = conn.init if conn is not None else None
+    return ServerStatus(
+        name=srv.spec.name,
+        status=srv.state,
+        origin=srv.spec.origin,
+        transport=srv.spec.type,
+        tools=len(cat.tools),
+        resources=len(cat.resources) + len(cat.templates),
+        prompts=len(cat.prompts),
+        error=srv.error,
+        server_version=conn.server_version if conn is not None else None,
+        protocol_version=init.protocol_version if init is not None else None,
+    )
+
+
+def _safe_call(cb: Callable[..., None], *args: Any) -> None:
+    try:
+        cb(*args)
+    except Exception:  # noqa: BLE001 - a listener's bug must not break the manager
+        log.exception("MCP listener %r raised", cb)

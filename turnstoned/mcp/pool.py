@@ -1,0 +1,284 @@
+"""The servers' lifecycle: connect, discover, refresh, notice loss, reconnect, ping.
+
+``ServerPool`` owns one ``Server`` record per configured server and every
+background task. It reports through two callbacks: ``on_catalog()`` after any
+server's catalog changed, and ``on_status(server)`` after its state or error
+changed. Per server, connects and refreshes are serialized by a lock.
+
+Reconnects use full-jitter exponential backoff, ``uniform(0, min(cap,
+base * 2**attempt))``, forever; background retries after the first failure
+keep the state ``failed`` (no "connecting" flapping). Refreshes triggered by
+``list_changed`` wait ``debounce`` seconds, coalesce, and run outside the
+session's receive loop; a notification during a refresh queues exactly one
+more round; a failed refresh is retried on the next health tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from turnstoned.mcp.config import ServerSpec
+from turnstoned.mcp.models import CatalogChange, ConnectError, ServerCatalog, ServerState, ServerStatus, diff
+
+if TYPE_CHECKING:
+    from turnstoned.mcp.connection import Connection
+
+log = logging.getLogger(__name__)
+
+ALL_KINDS = frozenset({"tools", "resources", "prompts"})
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Tunable delays (seconds)."""
+
+    health_interval: float = 30.0
+    connect_timeout: float = 30.0
+    ping_timeout: float = 10.0
+    debounce: float = 0.3
+    backoff_base: float = 1.0
+    backoff_cap: float = 60.0
+
+
+@dataclass(eq=False)
+class Server:
+    """One configured server's live state."""
+
+    spec: ServerSpec
+    state: ServerState = "connecting"
+    error: str | None = None
+    conn: Connection | None = None
+    connecting: Connection | None = None
+    catalog: ServerCatalog = field(default_factory=ServerCatalog)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    attempt: int = 0
+    inflight: int = 0
+    pending: set[str] = field(default_factory=set)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    last_status: ServerStatus | None = None
+    tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)  # "reconnect", "refresh", "ping"
+
+    def idle(self, kind: str) -> bool:
+        task = self.tasks.get(kind)
+        return task is None or task.done()
+
+
+class ServerPool:
+    """Every configured server, connected and kept alive in background tasks."""
+
+    def __init__(
+        self,
+        specs: list[ServerSpec],
+        timings: Timings,
+        *,
+        on_catalog: Callable[[], None],
+        on_status: Callable[[Server], None],
+    ) -> None:
+        self.servers = {s.name: Server(spec=s, state="connecting" if s.enabled else "disabled") for s in specs}
+        self.env: dict[str, str] = {}
+        self._t = timings
+        self._on_catalog = on_catalog
+        self._on_status = on_status
+        self._background: set[asyncio.Task[Any]] = set()
+        self.closed = False
+
+    def start(self, env: dict[str, str]) -> None:
+        self.env = env
+        for srv in self.servers.values():
+            if srv.spec.enabled:
+                srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
+            else:
+                srv.settled.set()
+        if self.servers:
+            self._spawn(self._health_loop())
+
+    async def close(self) -> None:
+        self.closed = True
+        tasks = [t for t in self._background if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        conns = [c for srv in self.servers.values() for c in (srv.conn, srv.connecting) if c is not None]
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        for srv in self.servers.values():
+            srv.conn = srv.connecting = None
+
+    # -- refresh -------------------------------------------------------------------
+
+    async def refresh(self, srv: Server) -> CatalogChange:
+        """Full rediscovery of a connected server, or a reconnect of a dead one."""
+        if not srv.spec.enabled:
+            return CatalogChange(server=srv.spec.name, status="disabled", error="disabled in the configuration")
+        before = srv.catalog
+        if srv.conn is not None:
+            async with srv.lock:
+                try:
+                    change = await self._rediscover(srv, ALL_KINDS)
+                    return msgspec.structs.replace(change, status=srv.state)
+                except ConnectError as exc:
+                    return CatalogChange(server=srv.spec.name, status=srv.state, error=str(exc))
+        if srv.connecting is not None:  # a connect is in flight: let it finish first
+            async with srv.lock:
+                pass
+        if srv.conn is None:
+            await self._cancel(srv, "reconnect")
+        if srv.conn is None and not await self._connect(srv, announce=True):
+            srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=False))
+        change = diff(srv.spec.name, srv.state, before, srv.catalog)
+        return msgspec.structs.replace(change, error=srv.error)
+
+    async def _rediscover(self, srv: Server, kinds: frozenset[str]) -> CatalogChange:
+        """List ``kinds`` again (caller holds the lock); raises ``ConnectError``."""
+        conn = srv.conn
+        if conn is None:
+            raise ConnectError("not connected")
+        found = await conn.discover(kinds, self._t.connect_timeout)
+        if srv.conn is not conn:
+            raise ConnectError("the connection was lost during the refresh")
+        old, srv.catalog = srv.catalog, msgspec.structs.replace(srv.catalog, **found)
+        if old != srv.catalog:
+            self._on_catalog()
+        return diff(srv.spec.name, srv.state, old, srv.catalog)
+
+    def on_list_changed(self, srv: Server, conn: Connection, kind: str) -> None:
+        if self.closed or conn not in (srv.conn, srv.connecting):
+            return
+        srv.pending.add(kind)
+        if srv.idle("refresh"):
+            srv.tasks["refresh"] = self._spawn(self._refresh_worker(srv, self._t.debounce))
+
+    async def _refresh_worker(self, srv: Server, delay: float) -> None:
+        await asyncio.sleep(delay)
+        while srv.pending:
+            async with srv.lock:
+                if srv.conn is None:
+                    srv.pending.clear()  # the next connect rediscovers everything
+                    return
+                kinds = frozenset(srv.pending)
+                srv.pending.clear()  # a notification from now on queues one more round
+                try:
+                    await self._rediscover(srv, kinds)
+                except ConnectError as exc:
+                    srv.pending |= kinds  # retried on the next health tick
+                    log.warning("MCP server %r: refresh of %s failed: %s", srv.spec.name, sorted(kinds), exc)
+                    return
+
+    # -- connect, lose, reconnect ----------------------------------------------------
+
+    async def _reconnect_loop(self, srv: Server, *, immediate: bool) -> None:
+        delay = 0.0 if immediate else self._delay(srv.attempt)
+        while not self.closed:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if await self._connect(srv):
+                return
+            srv.attempt += 1
+            delay = self._delay(srv.attempt)
+
+    def _delay(self, attempt: int) -> float:
+        return random.uniform(0.0, min(self._t.backoff_cap, self._t.backoff_base * 2 ** min(attempt, 30)))
+
+    async def _connect(self, srv: Server, *, announce: bool = False) -> bool:
+        """One connect and full discovery; True when connected (or shutting down)."""
+        from turnstoned.mcp.connection import Connection
+
+        async with srv.lock:
+            if self.closed:
+                return True
+            if srv.attempt == 0 or announce:
+                self._set_state(srv, "connecting", srv.error)
+            conn = Connection(
+                srv.spec,
+                env={**self.env, **srv.spec.env},
+                connect_timeout=self._t.connect_timeout,
+                on_list_changed=lambda c, kind: self.on_list_changed(srv, c, kind),
+                on_lost=lambda c, reason: self._on_lost(srv, c, reason),
+            )
+            srv.connecting = conn
+            try:
+                await conn.open()
+                found = await conn.discover(ALL_KINDS, self._t.connect_timeout)
+            except ConnectError as exc:
+                await conn.close()
+                self._failed(srv, str(exc))
+                return False
+            except asyncio.CancelledError:
+                await conn.close()
+                raise
+            finally:
+                srv.connecting = None
+                srv.settled.set()
+            srv.conn, srv.attempt, srv.catalog = conn, 0, ServerCatalog(**found)
+            srv.state, srv.error = "connected", None
+            self._on_catalog()
+            self._on_status(srv)
+            log.info("MCP server %r connected: %s", srv.spec.name, _counts(srv.catalog))
+            return True
+
+    def _failed(self, srv: Server, error: str) -> None:
+        repeated = srv.attempt > 0 and srv.error == error
+        log.log(logging.DEBUG if repeated else logging.WARNING, "MCP server %r failed: %s", srv.spec.name, error)
+        self._set_state(srv, "failed", error)
+
+    def _on_lost(self, srv: Server, conn: Connection, reason: str) -> None:
+        if self.closed or srv.conn is not conn:
+            return
+        log.warning("MCP server %r: connection lost (%s); reconnecting", srv.spec.name, reason)
+        srv.conn = None
+        self._spawn(conn.close())
+        srv.catalog = ServerCatalog()
+        srv.state, srv.error = "failed", f"connection lost: {reason}"
+        self._on_catalog()
+        self._on_status(srv)
+        if srv.idle("reconnect"):
+            srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=False))
+
+    async def _health_loop(self) -> None:
+        while not self.closed:
+            await asyncio.sleep(self._t.health_interval)
+            for srv in self.servers.values():
+                self._health_check(srv)
+
+    def _health_check(self, srv: Server) -> None:
+        conn = srv.conn
+        if conn is not None:
+            if srv.pending and srv.idle("refresh"):
+                srv.tasks["refresh"] = self._spawn(self._refresh_worker(srv, 0.0))
+            if srv.inflight == 0 and srv.idle("ping"):
+                srv.tasks["ping"] = self._spawn(self._ping(srv, conn))
+        elif srv.spec.enabled and srv.state == "failed" and srv.idle("reconnect"):
+            srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
+
+    async def _ping(self, srv: Server, conn: Connection) -> None:
+        if await conn.ping(self._t.ping_timeout) == "lost":
+            self._on_lost(srv, conn, "no answer to ping")
+
+    async def _cancel(self, srv: Server, kind: str) -> None:
+        task = srv.tasks.pop(kind, None)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _set_state(self, srv: Server, state: ServerState, error: str | None) -> None:
+        srv.state, srv.error = state, error
+        self._on_status(srv)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+
+def _counts(cat: ServerCatalog) -> str:
+    return (
+        f"{len(cat.tools)} tools, {len(cat.resources)} resources, "
+        f"{len(cat.templates)} templates, {len(cat.prompts)} prompts"
+    )

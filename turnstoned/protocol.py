@@ -1,0 +1,396 @@
+"""turnstoned protocol v1: every wire type and the one METHODS table.
+
+JSON-RPC 2.0 over stdio with LSP framing. Field names are camelCase on the
+wire. New fields get defaults; existing fields never change type. The JSON
+Schema under ``schema/`` and ``docs/protocol.md`` are derived from this module
+(``python -m turnstoned.schema`` regenerates the schema; a test fails on drift).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+
+class Wire(msgspec.Struct, rename="camel", kw_only=True):
+    """Base of every wire type."""
+
+
+# ---------------------------------------------------------------- errors
+
+
+class ErrorCode(enum.IntEnum):
+    """JSON-RPC error codes; ``data.kind`` carries the stable name."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    SERVER_NOT_INITIALIZED = -32002
+    SESSION_NOT_FOUND = -32010
+    SESSION_CLOSED = -32011
+    TURN_NOT_FOUND = -32012
+    MCP_SERVER_NOT_FOUND = -32013
+    CONFIG_ERROR = -32014
+
+
+ERROR_KINDS: dict[ErrorCode, str] = {
+    ErrorCode.PARSE_ERROR: "parseError",
+    ErrorCode.INVALID_REQUEST: "invalidRequest",
+    ErrorCode.METHOD_NOT_FOUND: "methodNotFound",
+    ErrorCode.INVALID_PARAMS: "invalidParams",
+    ErrorCode.INTERNAL_ERROR: "internal",
+    ErrorCode.SERVER_NOT_INITIALIZED: "serverNotInitialized",
+    ErrorCode.SESSION_NOT_FOUND: "sessionNotFound",
+    ErrorCode.SESSION_CLOSED: "sessionClosed",
+    ErrorCode.TURN_NOT_FOUND: "turnNotFound",
+    ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
+    ErrorCode.CONFIG_ERROR: "configError",
+}
+
+TurnErrorKind = Literal[
+    "notConfigured",
+    "contextWindowExceeded",
+    "rateLimited",
+    "unauthorized",
+    "badRequest",
+    "upstreamUnavailable",
+    "turnLimit",
+    "interrupted",
+    "internal",
+]
+
+# ---------------------------------------------------------------- shared pieces
+
+SessionKind = Literal["interactive", "coordinator"]
+ToolStatus = Literal["pending", "running", "completed", "failed", "declined", "cancelled"]
+EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
+Decision = Literal["approve", "deny", "always"]
+
+
+class TextInput(Wire, kw_only=True, tag="text", tag_field="type"):
+    text: str
+
+
+InputItem = TextInput
+
+
+class Usage(Wire, kw_only=True):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class TurnError(Wire, kw_only=True):
+    kind: TurnErrorKind
+    message: str
+
+
+# ---------------------------------------------------------------- items
+
+
+class UserMessageItem(Wire, kw_only=True, tag="userMessage", tag_field="type"):
+    id: str
+    text: str
+
+
+class AgentMessageItem(Wire, kw_only=True, tag="agentMessage", tag_field="type"):
+    id: str
+    text: str = ""
+
+
+class ReasoningItem(Wire, kw_only=True, tag="reasoning", tag_field="type"):
+    id: str
+    text: str = ""
+
+
+class ToolCallItem(Wire, kw_only=True, tag="toolCall", tag_field="type"):
+    id: str
+    call_id: str
+    tool: str
+    arguments: str = "{}"
+    header: str = ""
+    preview: str = ""
+    needs_approval: bool
+    status: ToolStatus
+    output: str | None = None
+    is_error: bool
+    effect_status: EffectStatus | None = None
+
+
+class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
+    """Something the daemon told the model between turns (e.g. a background shell exited)."""
+
+    id: str
+    kind: str
+    text: str
+
+
+Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem
+
+# ---------------------------------------------------------------- requests
+
+
+class Empty(Wire, kw_only=True):
+    pass
+
+
+class SessionStartParams(Wire, kw_only=True):
+    cwd: str | None = None
+    kind: SessionKind = "interactive"
+    model: str | None = None
+    skip_permissions: bool = False
+    title: str | None = None
+    workspace: str | None = None
+
+
+class SessionStartResult(Wire, kw_only=True):
+    session_id: str
+
+
+class SessionInfo(Wire, kw_only=True):
+    session_id: str
+    title: str | None = None
+    cwd: str
+    kind: SessionKind
+    model: str | None = None
+    created_at: str
+    updated_at: str
+    status: Literal["idle", "running", "closed"]
+
+
+class SessionListResult(Wire, kw_only=True):
+    sessions: list[SessionInfo]
+
+
+class SessionRef(Wire, kw_only=True):
+    session_id: str
+
+
+class SessionResumeResult(Wire, kw_only=True):
+    session_id: str
+    session: SessionInfo
+    items: list[Item]
+
+
+class TurnStartParams(Wire, kw_only=True):
+    session_id: str
+    input: list[InputItem]
+
+
+class TurnStartResult(Wire, kw_only=True):
+    turn_id: str
+    queued: bool = False
+
+
+class TurnInterruptParams(Wire, kw_only=True):
+    session_id: str
+    turn_id: str | None = None
+    force: bool = False
+
+
+class ToolListParams(Wire, kw_only=True):
+    session_id: str | None = None
+
+
+class ToolInfo(Wire, kw_only=True):
+    name: str
+    description: str
+    source: Literal["builtin", "mcp"]
+    server: str | None = None
+    auto_approve: bool
+
+
+class ToolListResult(Wire, kw_only=True):
+    tools: list[ToolInfo]
+
+
+class McpServerInfo(Wire, kw_only=True):
+    name: str
+    status: Literal["connecting", "connected", "failed", "disabled"]
+    tools: int = 0
+    resources: int = 0
+    prompts: int = 0
+    error: str | None = None
+    origin: str | None = None
+
+
+class McpServerListResult(Wire, kw_only=True):
+    servers: list[McpServerInfo]
+
+
+class McpServerRefreshParams(Wire, kw_only=True):
+    name: str | None = None
+
+
+class McpChange(Wire, kw_only=True):
+    server: str
+    added: list[str] = []
+    removed: list[str] = []
+    error: str | None = None
+
+
+class McpServerRefreshResult(Wire, kw_only=True):
+    changes: list[McpChange]
+
+
+class McpHealth(Wire, kw_only=True):
+    servers: int = 0
+    connected: int = 0
+    tools: int = 0
+    resources: int = 0
+    prompts: int = 0
+
+
+class DaemonHealthResult(Wire, kw_only=True):
+    version: str
+    protocol_version: int
+    sessions: int
+    running_turns: int = 0
+    model: str | None = None
+    config_error: str | None = None
+    mcp: McpHealth
+
+
+# ---------------------------------------------------------------- notifications
+
+
+class TurnStarted(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+
+
+class ItemStarted(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    item_id: str
+    item: Item
+
+
+class ItemDelta(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    item_id: str
+    delta: str
+
+
+class ToolOutputDelta(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    item_id: str
+    call_id: str
+    chunk: str
+
+
+class ItemCompleted(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    item_id: str
+    item: Item
+
+
+class ApprovalResolved(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    cycle_id: str
+    call_ids: list[str]
+    decision: Literal["approve", "deny", "always", "cancelled", "timeout", "auto"]
+
+
+class TurnCompleted(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    status: Literal["completed", "interrupted", "failed"]
+    error: TurnError | None = None
+    usage: Usage | None = None
+
+
+class SessionNotice(Wire, kw_only=True):
+    """A session-level event outside any turn (e.g. a background shell exited)."""
+
+    session_id: str
+    kind: str
+    text: str
+    data: dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------- daemon -> client requests
+
+
+class ApprovalRequestItem(Wire, kw_only=True):
+    call_id: str
+    tool: str
+    header: str
+    preview: str = ""
+    needs_approval: bool
+    approval_label: str
+    error: str | None = None
+
+
+class ApprovalRequestParams(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    cycle_id: str
+    items: list[ApprovalRequestItem]
+
+
+class ApprovalResponse(Wire, kw_only=True):
+    decision: Decision
+    feedback: str | None = None
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    direction: Literal["client->daemon", "daemon->client"]
+    kind: Literal["request", "notification"]
+    params: type | None
+    result: type | None
+    doc: str
+
+
+def _req(name: str, params: type | None, result: type | None, doc: str) -> Method:
+    return Method(name, "client->daemon", "request", params, result, doc)
+
+
+def _note(name: str, params: type, doc: str) -> Method:
+    return Method(name, "daemon->client", "notification", params, None, doc)
+
+
+METHODS: tuple[Method, ...] = (
+    _req("session/start", SessionStartParams, SessionStartResult, "Open a new session."),
+    _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
+    _req("session/resume", SessionRef, SessionResumeResult, "Reopen a session; its history as items."),
+    _req("session/close", SessionRef, Empty, "Close a session: its turn and background shells end."),
+    _req("turn/start", TurnStartParams, TurnStartResult,
+         "Send user input. Returns at once; a turn already running takes it at its next seam."),
+    _req("turn/interrupt", TurnInterruptParams, Empty,
+         "Stop the running turn. Returns at once; turn/completed `interrupted` follows."),
+    _req("tool/list", ToolListParams, ToolListResult, "Tools visible to a session (or all)."),
+    _req("mcpServer/list", None, McpServerListResult, "Configured MCP servers and their state."),
+    _req("mcpServer/refresh", McpServerRefreshParams, McpServerRefreshResult,
+         "Rediscover one or all MCP servers (reconnecting dead ones)."),
+    _req("daemon/health", None, DaemonHealthResult, "Version, protocol and load."),
+    _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
+    _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
+    _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),
+    _note("item/reasoning/delta", ItemDelta, "Reasoning text, when the server sends it."),
+    _note("item/toolCall/outputDelta", ToolOutputDelta, "Streamed tool output (bash)."),
+    _note("item/completed", ItemCompleted, "The final state of an item; authoritative."),
+    _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
+    _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
+    _note("session/notice", SessionNotice, "A session-level event outside a turn."),
+    Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
+           ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
+)
+
+METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

@@ -1,0 +1,139 @@
+"""The bridge between pygls and msgspec: typed handlers, typed events.
+
+Custom-method params arrive as plain dicts (see ``converter``), are decoded
+into the method's Struct, and results are encoded back to builtins. Every
+failure leaves as a JSON-RPC error with ``data.kind``; never as a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
+from pygls.protocol import default_converter as pygls_converter
+
+from turnstoned import protocol as p
+from turnstoned.core.errors import EngineError
+from turnstoned.protocol import ERROR_KINDS, ErrorCode
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+
+
+class RpcError(JsonRpcException):
+    """A JSON-RPC error response with a stable ``data.kind``."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(code=int(code), message=message, data={"kind": ERROR_KINDS[code]})
+
+
+class _QuietAppErrors(logging.Filter):
+    """pygls logs every handler exception with a traceback; ours are expected answers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, RpcError)
+
+
+def install_log_filter() -> None:
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietAppErrors())
+
+
+def converter() -> Any:
+    """pygls' converter, but custom-method params and results stay plain dicts."""
+    conv = pygls_converter()
+    shapes = {
+        JsonRPCRequestMessage: ("id", "method", "params", "jsonrpc"),
+        JsonRPCNotification: ("method", "params", "jsonrpc"),
+        JsonRPCResponseMessage: ("id", "result", "jsonrpc"),
+    }
+    for cls, fields in shapes.items():
+        # Absent members (e.g. a request without params) default to None.
+        conv.register_structure_hook(
+            cls, lambda obj, _t, cls=cls, fields=fields: cls(**{f: obj.get(f) for f in fields}))
+    return conv
+
+
+def _field_path(err: msgspec.ValidationError) -> str:
+    text = str(err)
+    return text.replace("`$.", "`params.").replace("`$`", "`params`")
+
+
+def decode_params(raw: Any, params_type: type[S] | None) -> S | None:
+    if params_type is None:
+        return None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
+    try:
+        return msgspec.convert(raw, params_type)
+    except msgspec.ValidationError as exc:
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {_field_path(exc)}") from exc
+
+
+def encode(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def typed_handler(
+    method: p.Method,
+    fn: Callable[[Any], Awaitable[Any]],
+    is_ready: Callable[[], bool],
+) -> Callable[[Any], Awaitable[Any]]:
+    """Wrap an async ``fn(params_struct) -> result_struct`` as a pygls handler."""
+
+    async def handler(raw: Any) -> Any:
+        if not is_ready():
+            raise RpcError(ErrorCode.SERVER_NOT_INITIALIZED,
+                           f"{method.name}: send `initialize` first")
+        params = decode_params(raw, method.params)
+        try:
+            result = await fn(params)
+        except EngineError as exc:
+            raise RpcError(exc.code, exc.message) from exc
+        except RpcError:
+            raise
+        except Exception as exc:  # a request boundary: log it, answer cleanly
+            log.exception("%s failed", method.name)
+            raise RpcError(ErrorCode.INTERNAL_ERROR,
+                           f"{method.name} failed: {type(exc).__name__}: {exc}") from exc
+        return encode(result)
+
+    handler.__name__ = method.name.replace("/", "_")
+    return handler
+
+
+class PyglsSink:
+    """EventSink over a pygls protocol object."""
+
+    def __init__(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    def notify(self, method: str, params: p.Wire) -> None:
+        self.protocol.notify(method, encode(params))
+
+    async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+        msg_id = f"approval-{uuid.uuid4().hex}"
+        future = self.protocol.send_request("item/tool/requestApproval", encode(params),
+                                            msg_id=msg_id)
+        try:
+            raw = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # Withdraw the question: a late answer is then ignored as unknown.
+            self.protocol._request_futures.pop(msg_id, None)
+            self.protocol._result_types.pop(msg_id, None)
+            self.protocol.notify("$/cancelRequest", {"id": msg_id})
+            raise
+        try:
+            return msgspec.convert(raw, p.ApprovalResponse)
+        except msgspec.ValidationError as exc:
+            log.warning("approval answer is not valid (%s): %r", exc, raw)
+            return p.ApprovalResponse(decision="deny", feedback=None)

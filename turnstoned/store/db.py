@@ -1,0 +1,157 @@
+"""The daemon's SQLite store (WAL): sessions and every committed message.
+
+Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
+loses nothing the fold had committed. Message bodies are stored as JSON
+produced by the caller; the store does not interpret them beyond the role.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    workspace TEXT,
+    model TEXT,
+    title TEXT,
+    skip_permissions INTEGER NOT NULL DEFAULT 0,
+    grants TEXT NOT NULL DEFAULT '[]',
+    state TEXT NOT NULL DEFAULT '{}',
+    closed INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id TEXT,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    kind: str
+    cwd: str
+    workspace: str | None
+    model: str | None
+    title: str | None
+    skip_permissions: bool
+    grants: tuple[str, ...]
+    state: dict[str, Any]
+    closed: bool
+    created_at: float
+    updated_at: float
+
+
+_COLUMNS = (
+    "id, kind, cwd, workspace, model, title, skip_permissions, grants, state, closed, "
+    "created_at, updated_at"
+)
+
+
+def _row(r: sqlite3.Row | tuple[Any, ...]) -> SessionRow:
+    return SessionRow(
+        id=r[0], kind=r[1], cwd=r[2], workspace=r[3], model=r[4], title=r[5],
+        skip_permissions=bool(r[6]), grants=tuple(json.loads(r[7])), state=json.loads(r[8]),
+        closed=bool(r[9]), created_at=r[10], updated_at=r[11],
+    )
+
+
+class Store:
+    """Thread-safe access to one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, args in statements:
+                    self._db.execute(sql, args)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def create_session(self, row: SessionRow) -> None:
+        self._write([(
+            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (row.id, row.kind, row.cwd, row.workspace, row.model, row.title,
+             int(row.skip_permissions), json.dumps(list(row.grants)), json.dumps(row.state),
+             int(row.closed), row.created_at, row.updated_at),
+        )])
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Set columns (title, grants, state, closed, model); ``updated_at`` always moves."""
+        encode = {"grants": lambda v: json.dumps(list(v)), "state": json.dumps, "closed": int}
+        sets, args = ["updated_at = ?"], [time.time()]
+        for key, value in fields.items():
+            sets.append(f"{key} = ?")
+            args.append(encode.get(key, lambda v: v)(value))
+        args.append(session_id)
+        self._write([(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", args)])
+
+    def get_session(self, session_id: str) -> SessionRow | None:
+        with self._lock:
+            r = self._db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return _row(r) if r else None
+
+    def list_sessions(self) -> list[SessionRow]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC"
+            ).fetchall()
+        return [_row(r) for r in rows]
+
+    def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]]) -> None:
+        """Commit ``(role, turn_id, json_body)`` rows in one transaction."""
+        if not messages:
+            return
+        now = time.time()
+        statements: list[tuple[str, Sequence[Any]]] = [
+            ("INSERT INTO messages (session_id, turn_id, role, body, created_at) VALUES (?,?,?,?,?)",
+             (session_id, turn_id, role, body, now))
+            for role, turn_id, body in messages
+        ]
+        statements.append(("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)))
+        self._write(statements)
+
+    def load_messages(self, session_id: str) -> list[str]:
+        """The JSON bodies of a session's messages, in commit order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+        return [r[0] for r in rows]

@@ -1,0 +1,150 @@
+"""The contract every tool module implements, and the context the pipeline hands it.
+
+A tool is `tools/<name>.json` (what the model sees, plus metadata) and
+`tools/<name>.py` with:
+
+- ``Args``: a msgspec Struct decoded from the model's arguments (lenient: strings
+  that spell numbers or booleans are accepted; unknown keys are ignored);
+- ``prepare(args, ctx) -> PreparedCall``: cheap and free of side effects on the
+  outside world. It validates, resolves paths, builds the header and preview and
+  decides ``needs_approval``. A problem is returned as ``PreparedCall(error=...)``;
+- ``async execute(call, ctx) -> ToolOutput``: the only place with side effects.
+
+Modules whose name starts with ``_`` are helpers, not tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
+
+
+@dataclass(slots=True)
+class BatchPolicy:
+    """Consistency rules for calls of one group inside one model batch.
+
+    A batch mixing ``read`` and ``write`` members of the same group is refused
+    (every member becomes an error carrying ``mixed_access_error``);
+    ``serialize`` makes the whole batch run one call at a time in model order.
+    """
+
+    group: str
+    access: Literal["read", "write"]
+    mixed_access_error: str = ""
+    serialize: bool = False
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """One model tool call after phase 1 (prepare)."""
+
+    header: str
+    preview: str = ""
+    needs_approval: bool = False
+    approval_label: str | None = None
+    error: str | None = None
+    data: Any = None  # tool-specific state handed from prepare to execute
+    policy: BatchPolicy | None = None
+    # Filled in by the pipeline:
+    call_id: str = ""
+    tool: str = ""
+    arguments: str = "{}"  # repaired JSON text, safe to send back to the model
+
+    @property
+    def label(self) -> str:
+        return self.approval_label or self.tool
+
+
+def prepare_error(message: str, header: str = "") -> PreparedCall:
+    """A prepared call that will not run: the model reads ``message`` as an error."""
+    return PreparedCall(header=header or message.splitlines()[0][:200], error=message)
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    """What one executed call produced.
+
+    ``content`` is text, or a list of OpenAI content parts (text and image_url)
+    for multimodal results. ``summary`` is a short report for the editor
+    (e.g. "12 lines"); the model always gets ``content``.
+    """
+
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    effect_status: EffectStatus | None = None
+    summary: str | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+
+@dataclass(slots=True)
+class ToolSettings:
+    """The configuration values tools read (from `[tools]` and `[model]`)."""
+
+    timeout: int = 120  # default bash/search timeout, seconds
+    truncation: int = 0  # per-result char cap; 0 = auto (half the context window)
+    context_window: int = 32768
+    supports_vision: bool = False
+    env_passthrough: tuple[str, ...] = ()
+    max_background_shells: int = 8
+
+
+@dataclass(slots=True)
+class SessionEnv:
+    """What a tool may know about, and keep in, the session it runs in."""
+
+    session_id: str
+    kind: str  # "interactive" | "coordinator" | "task"
+    cwd: Path
+    workspace: Path | None = None
+    settings: ToolSettings = field(default_factory=ToolSettings)
+    # Real paths (symlinks resolved) the model has read this session: the edit guard.
+    read_set: set[str] = field(default_factory=set)
+    # Per-tool session state (e.g. "shells" for background shells), keyed by tool.
+    state: dict[str, Any] = field(default_factory=dict)
+    # Session-level notice to the editor and the model, e.g. a background shell
+    # exited: notice(kind, text, data). The session folds `text` into the
+    # conversation at the next seam and notifies the editor.
+    notice: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
+
+    def resolve(self, path: str) -> Path:
+        """A user-supplied path made absolute against the session's cwd (``~`` expanded)."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.cwd / p
+
+    def output_cap(self) -> int:
+        """The per-result char cap for a tool's own output (before the budget guard)."""
+        if self.settings.truncation > 0:
+            return self.settings.truncation
+        return max(16_384, int(self.settings.context_window * 4 * 0.5))
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Handed to prepare and execute: the session plus this one call."""
+
+    env: SessionEnv
+    call_id: str = ""
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    # Stream a chunk of output to the editor (item/toolCall/outputDelta).
+    emit_output: Callable[[str], None] = lambda chunk: None
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """Keep the head and tail of ``text`` within ``limit`` chars, saying what was cut."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    half = limit // 2
+    omitted = len(text) - 2 * half
+    return (
+        f"{text[:half]}\n\n... [{omitted} chars truncated — output exceeded "
+        f"{limit} char limit] ...\n\n{text[len(text) - half:]}"
+    )
