@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnstoned import __version__
 from turnstoned import protocol as p
 
+if TYPE_CHECKING:
+    import argparse
+
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="turnstoned", description=(
         "Agent daemon for code editors. With no command it serves protocol v1 on stdio."))
     parser.add_argument("--version", action="version", version=f"turnstoned {__version__}")
@@ -30,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv == ["serve"]:  # the editor's launch: skip argparse, start serving
+        from turnstoned.server import serve_stdio
+
+        return serve_stdio()
     args = _parser().parse_args(argv)
     if args.command == "chat":
         try:

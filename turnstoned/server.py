@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import sys
 import threading
 from collections.abc import Generator
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from turnstoned import __version__, config, paths, rpc
+from turnstoned import __version__, rpc
 from turnstoned import protocol as p
 from turnstoned.handlers import build
+
+if TYPE_CHECKING:
+    from turnstoned.core.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +52,57 @@ def _prewarm() -> None:
         log.debug("prewarm failed", exc_info=True)
 
 
-def create(cfg: config.Config | None, config_error: str | None) -> Daemon:
-    server = Daemon("turnstoned", __version__, protocol_cls=_Protocol,
-                    converter_factory=rpc.converter)
-    sink = rpc.PyglsSink(server.protocol)
-    engine = None
-    if cfg is not None:
+class EngineHolder:
+    """Builds the engine on first use: config, store and core stay off the cold start."""
+
+    def __init__(self, sink: rpc.PyglsSink) -> None:
+        self.sink = sink
+        self.engine: Engine | None = None
+        self.error: str | None = None
+        self._loaded = False
+
+    def load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        from turnstoned import config, paths
         from turnstoned.core.engine import Engine
         from turnstoned.store import Store
 
-        engine = Engine(cfg, Store(paths.database_file()), sink)
-    handlers = build(engine) if engine is not None else _config_error_handlers(config_error or "")
+        try:
+            cfg = config.load()
+            self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
+        except config.ConfigError as exc:
+            self.error = str(exc)
+        except (OSError, sqlite3.Error) as exc:
+            self.error = f"cannot open the database {paths.database_file()}: {exc}"
+        except Exception as exc:  # a boundary: report it on every request instead of dying
+            log.exception("engine start failed")
+            self.error = f"the engine failed to start: {type(exc).__name__}: {exc}"
+        if self.error:
+            log.error("%s", self.error)
+
+    def get(self) -> Engine:
+        self.load()
+        if self.engine is None:
+            raise rpc.RpcError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
+        return self.engine
+
+
+def create() -> Daemon:
+    server = Daemon("turnstoned", __version__, protocol_cls=_Protocol,
+                    converter_factory=rpc.converter)
+    holder = EngineHolder(rpc.PyglsSink(server.protocol))
+    handlers = build(holder.get)
+
+    async def health(_: Any) -> p.DaemonHealthResult:
+        holder.load()
+        if holder.engine is None:
+            return p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
+                                        sessions=0, config_error=holder.error, mcp=p.McpHealth())
+        return holder.engine.health()
+
+    handlers["daemon/health"] = health
     for method in p.METHODS:
         if method.direction == "client->daemon":
             fn = rpc.typed_handler(method, handlers[method.name], lambda: server.ready)
@@ -66,32 +110,19 @@ def create(cfg: config.Config | None, config_error: str | None) -> Daemon:
 
     @server.feature(lsp.INITIALIZED)
     def _initialized(_: Any) -> None:
+        holder.load()
         threading.Thread(target=_prewarm, name="prewarm", daemon=True).start()
-        if config_error:
+        if holder.error:
             server.window_show_message(lsp.ShowMessageParams(
-                type=lsp.MessageType.Error, message=f"turnstoned: {config_error}"))
+                type=lsp.MessageType.Error, message=f"turnstoned: {holder.error}"))
 
     @server.feature(lsp.SHUTDOWN)
     async def _shutdown(_: Any) -> None:
-        if engine is not None:
-            await engine.shutdown()
+        if holder.engine is not None:
+            await holder.engine.shutdown()
 
-    server.engine = engine  # type: ignore[attr-defined]
+    server.holder = holder  # type: ignore[attr-defined]
     return server
-
-
-def _config_error_handlers(message: str) -> dict[str, Any]:
-    """With a broken config file every request explains it; health still answers."""
-
-    async def refuse(_: Any) -> Any:
-        raise rpc.RpcError(p.ErrorCode.CONFIG_ERROR, message)
-
-    async def health(_: Any) -> p.DaemonHealthResult:
-        return p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
-                                    sessions=0, config_error=message, mcp=p.McpHealth())
-
-    names = [m.name for m in p.METHODS if m.direction == "client->daemon"]
-    return {name: refuse for name in names} | {"daemon/health": health}
 
 
 def _claim_stdout() -> BinaryIO:
@@ -106,17 +137,12 @@ def serve_stdio() -> int:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
-    try:
-        cfg, err = config.load(), None
-    except config.ConfigError as exc:
-        cfg, err = None, str(exc)
-        log.error("%s", err)
     out = _claim_stdout()
-    server = create(cfg, err)
+    server = create()
     try:
         server.start_io(sys.stdin.buffer, out)
     finally:
-        engine = server.engine  # type: ignore[attr-defined]
+        engine = server.holder.engine  # type: ignore[attr-defined]
         if engine is not None:
             engine.terminate()
     return 0

@@ -155,8 +155,8 @@ def test_interrupt_reports_within_two_seconds(daemon: RawDaemon, model: Scripted
 
 
 def test_startup_path_does_not_import_openai_or_mcp(isolated_home: Path) -> None:
-    code = ("import sys; from turnstoned import config; from turnstoned.server import create; "
-            "create(config.load(), None); "
+    code = ("import sys; from turnstoned.server import create; "
+            "create().holder.load(); "
             "print(sorted(m for m in ('openai', 'mcp', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "TURNSTONED_HOME": str(isolated_home)})

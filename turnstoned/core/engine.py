@@ -13,7 +13,7 @@ import secrets
 import time
 from pathlib import Path
 
-from turnstoned import __version__
+from turnstoned import __version__, paths
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
 from turnstoned.core import messages as m
@@ -24,7 +24,7 @@ from turnstoned.core.session import Session, TurnState, resolve_dir
 from turnstoned.core.turn import TurnRunner
 from turnstoned.protocol import ErrorCode
 from turnstoned.store import SessionRow, Store
-from turnstoned.tools.base import SessionEnv, ToolSettings
+from turnstoned.tools.base import Services, SessionEnv, ToolSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,8 @@ class Engine:
         self.store = store
         self.sink = sink
         self.sessions: dict[str, Session] = {}
+        self.services = Services(store=store, data_dir=paths.data_dir(),
+                                 config_dir=paths.config_dir())
 
     # ----------------------------------------------------------- sessions
 
@@ -47,11 +49,13 @@ class Engine:
         )
 
     def _open(self, row: SessionRow) -> Session:
+        store = self.store
         env = SessionEnv(
             session_id=row.id, kind=row.kind, cwd=Path(row.cwd),
             workspace=Path(row.workspace) if row.workspace else None, settings=self._settings(),
+            persisted=dict(row.state), services=self.services,
+            save_persisted=lambda state: store.update_session(row.id, state=state),
         )
-        store = self.store
         policy = ApprovalPolicy(
             skip_permissions=row.skip_permissions or self.config.tools.skip_permissions,
             grants=set(row.grants), configured=frozenset(self.config.tools.auto_approve_tools),

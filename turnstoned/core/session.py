@@ -93,7 +93,8 @@ class Session:
         if self.env.workspace and self.env.workspace != self.env.cwd:
             lines.append(f"Workspace: {self.env.workspace}")
         lines.append(f"Model: {model_name}. Today is {datetime.now().date().isoformat()}.")
-        return "\n".join(lines)
+        sections = [section(self.env) for section in self.env.services.prompt_sections]
+        return "\n\n".join(["\n".join(lines), *(s for s in sections if s)])
 
 
 def iso(ts: float) -> str:

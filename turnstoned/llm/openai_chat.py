@@ -75,7 +75,7 @@ class _ThinkSplitter:
     OPEN, CLOSE = "<think>", "</think>"
 
     def __init__(self) -> None:
-        self.state = "start"  # start -> inside -> done, or start -> done
+        self.state = "start"  # start -> inside -> after -> done, or start -> done
         self.pending = ""
 
     def feed(self, text: str) -> tuple[str, str]:
@@ -89,12 +89,16 @@ class _ThinkSplitter:
                 return "", ""
             else:
                 self.state = "done"
-        if self.state == "done":
+        if self.state == "after":  # drop the newlines that separate the block from the answer
+            buf = buf.lstrip("\n")
+            self.state = "done" if buf else "after"
+        if self.state in ("done", "after"):
             return buf, ""
         idx = buf.find(self.CLOSE)
         if idx >= 0:
-            self.state = "done"
-            return buf[idx + len(self.CLOSE):].lstrip("\n"), buf[:idx]
+            self.state = "after"
+            rest, thought = buf[idx + len(self.CLOSE):], buf[:idx]
+            return self.feed(rest)[0] if rest else "", thought
         keep = next((n for n in range(len(self.CLOSE) - 1, 0, -1) if buf.endswith(self.CLOSE[:n])), 0)
         self.pending = buf[len(buf) - keep:]
         return "", buf[: len(buf) - keep]
@@ -110,18 +114,21 @@ class _Assembler:
     def __init__(self) -> None:
         self.calls: dict[int, RawToolCall] = {}
         self.order: list[int] = []
+        self.alias: dict[int, int] = {}  # server index -> our slot
 
     def add(self, delta: Any) -> None:
         index = getattr(delta, "index", None)
         if index is None:
             index = self.order[-1] if self.order else 0
+        index = self.alias.get(index, index)
         fn = getattr(delta, "function", None)
         call_id = getattr(delta, "id", None) or ""
         current = self.calls.get(index)
         if current is not None and call_id and current.id and call_id != current.id and current.name:
             # Some servers reuse index 0 for every call; a new id means a new call.
-            index = max(self.calls) + 1
-            current = None
+            slot = -1 - len(self.alias)  # negative: never a server's own index
+            self.alias[getattr(delta, "index", None) or 0] = slot
+            index, current = slot, None
         if current is None:
             current = RawToolCall(id=call_id, name="")
             self.calls[index] = current

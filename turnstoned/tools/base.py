@@ -98,6 +98,20 @@ class ToolSettings:
 
 
 @dataclass(slots=True)
+class Services:
+    """Daemon-wide components handed to tools; None where not running (e.g. unit tests)."""
+
+    store: Any = None  # turnstoned.store.Store: the daemon's SQLite store
+    mcp: Any = None  # turnstoned.mcp manager
+    data_dir: Path | None = None
+    config_dir: Path | None = None
+    model_name: str | None = None
+    # Extra system-message sections (MCP catalogs, the active skill, ...): each
+    # callable returns text for a session, or "" to add nothing.
+    prompt_sections: list[Callable[[SessionEnv], str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class SessionEnv:
     """What a tool may know about, and keep in, the session it runs in."""
 
@@ -114,6 +128,20 @@ class SessionEnv:
     # exited: notice(kind, text, data). The session folds `text` into the
     # conversation at the next seam and notifies the editor.
     notice: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
+    # Session state that survives a daemon restart (JSON values), e.g. the active
+    # skill or tools expanded by tool search. Write it only through ``persist``.
+    persisted: dict[str, Any] = field(default_factory=dict)
+    save_persisted: Callable[[dict[str, Any]], None] = lambda state: None
+    # Daemon-wide services tools may use (store, MCP manager, ...).
+    services: Services = field(default_factory=lambda: Services())
+
+    def persist(self, key: str, value: Any) -> None:
+        """Set (or, with None, remove) a persisted session value and save it."""
+        if value is None:
+            self.persisted.pop(key, None)
+        else:
+            self.persisted[key] = value
+        self.save_persisted(self.persisted)
 
     def resolve(self, path: str) -> Path:
         """A user-supplied path made absolute against the session's cwd (``~`` expanded)."""

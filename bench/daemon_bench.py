@@ -1,0 +1,185 @@
+"""Daemon benchmarks for the core: cold start, streamed answer, tool seam. Prints figures.
+
+    .venv/bin/python bench/daemon_bench.py [--runs N]
+
+1. Cold start: spawn -> `initialize` answered, `python -m turnstoned` vs a bare
+   pygls server (bench/bare_pygls.py) started the same way. Median of N.
+2. A 2,000-token streamed answer: turn/start -> turn/completed through the daemon
+   (raw JSON-RPC client) vs the same stream read directly with openai's AsyncOpenAI.
+   The model server runs in its own process (tests/fakes/model_server.py).
+3. Tool seam of one auto-approved read_file: from the client seeing the tool call's
+   item/started to the model server receiving the follow-up request (prepare,
+   execute, fold to SQLite, build the next request), and the whole extra round trip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.rawrpc import RawDaemon  # noqa: E402
+from tests.fakes.model_server import ScriptedModel, text, tool_calls  # noqa: E402
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def cold_start(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                             "params": {"processId": None, "capabilities": {}}}))
+    proc.stdin.flush()
+    header = b""
+    while not header.endswith(b"\r\n\r\n"):
+        header += proc.stdout.read(1)
+    length = int(header.split(b":")[1].split(b"\r\n")[0])
+    proc.stdout.read(length)
+    elapsed = time.perf_counter() - t0
+    proc.stdin.close()
+    proc.wait(10)
+    return elapsed
+
+
+def bench_cold_start(runs: int, env: dict[str, str]) -> None:
+    daemon = [sys.executable, "-m", "turnstoned"]
+    bare = [sys.executable, str(ROOT / "bench" / "bare_pygls.py")]
+    cold_start(daemon, env), cold_start(bare, env)  # warm the page cache
+    d, b = [], []
+    for _ in range(runs):
+        d.append(cold_start(daemon, env))
+        b.append(cold_start(bare, env))
+    md, mb = statistics.median(d), statistics.median(b)
+    print(f"cold start (spawn -> initialize answered), median of {runs}:")
+    print(f"  turnstoned      {md * 1000:7.1f} ms")
+    print(f"  bare pygls      {mb * 1000:7.1f} ms")
+    print(f"  ratio           {md / mb:7.3f}x   (goal <= 1.15x)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _direct_stream(base_url: str) -> float:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk", max_retries=0)
+    t0 = time.perf_counter()
+    stream = await client.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "go"}], stream=True,
+        stream_options={"include_usage": True})
+    parts = []
+    async for chunk in stream:
+        for choice in chunk.choices:
+            if choice.delta.content:
+                parts.append(choice.delta.content)
+    elapsed = time.perf_counter() - t0
+    await client.close()
+    assert len("".join(parts)) > 1000
+    return elapsed
+
+
+def bench_stream(runs: int, env: dict[str, str], workdir: str) -> None:
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.model_server", "--port", str(port),
+                               "--text-tokens", "2000"], cwd=ROOT, stderr=subprocess.PIPE)
+    assert server.stderr is not None
+    server.stderr.readline()  # "serving on ..."
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        direct = [asyncio.run(_direct_stream(base)) for _ in range(runs + 1)][1:]
+        d = RawDaemon({**env, "OPENAI_BASE_URL": base})
+        d.initialize()
+        through = []
+        for i in range(runs + 1):
+            sid = d.result("session/start", {"cwd": workdir})["sessionId"]
+            t0 = time.perf_counter()
+            tid = d.result("turn/start", {"sessionId": sid,
+                                          "input": [{"type": "text", "text": "go"}]})["turnId"]
+            d.wait_for("turn/completed", lambda p, tid=tid: p["turnId"] == tid, timeout=60)
+            if i:
+                through.append(time.perf_counter() - t0)
+        deltas = len(d.of("item/agentMessage/delta")) / (runs + 1)
+        d.close()
+    finally:
+        server.terminate()
+        server.wait(5)
+    md, mt = statistics.median(direct), statistics.median(through)
+    print(f"2,000-token streamed answer, median of {runs}:")
+    print(f"  openai SDK direct          {md * 1000:7.1f} ms")
+    print(f"  through turnstoned (turn)  {mt * 1000:7.1f} ms   ({deltas:.0f} delta notifications)")
+    print(f"  ratio                      {mt / md:7.3f}x   (goal <= 1.05x)")
+
+
+def bench_seam(runs: int, env: dict[str, str], workdir: str) -> None:
+    Path(workdir, "small.txt").write_text("".join(f"line {i}\n" for i in range(200)))
+    arrivals: list[float] = []
+
+    def follow_up(request: dict[str, Any]) -> Any:
+        arrivals.append(time.monotonic())
+        return text("ok")
+
+    with ScriptedModel() as model:
+        d = RawDaemon({**env, "OPENAI_BASE_URL": model.base_url})
+        d.initialize()
+        seams, extra = [], []
+        for i in range(runs + 1):
+            sid = d.result("session/start", {"cwd": workdir})["sessionId"]
+            # the same turn without the tool call, for the round-trip difference
+            model.push(text("ok"))
+            t0 = time.perf_counter()
+            tid = d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "x"}]})["turnId"]
+            d.wait_for("turn/completed", lambda p, tid=tid: p["turnId"] == tid)
+            plain = time.perf_counter() - t0
+            sid = d.result("session/start", {"cwd": workdir})["sessionId"]
+            model.push(tool_calls([(f"r{i}", "read_file", '{"path": "small.txt"}')]), follow_up)
+            t0 = time.perf_counter()
+            tid = d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "x"}]})["turnId"]
+            started = d.wait_for("item/started", lambda p, i=i: p["itemId"] == f"r{i}")
+            seen = time.monotonic()
+            d.wait_for("turn/completed", lambda p, tid=tid: p["turnId"] == tid)
+            total = time.perf_counter() - t0
+            assert started
+            if i:
+                seams.append(arrivals[-1] - seen)
+                extra.append(total - plain)
+        d.close()
+    print(f"auto-approved read_file round trip, median of {runs}:")
+    print(f"  tool seam (item/started seen -> next model request)  {statistics.median(seams) * 1000:6.1f} ms")
+    print(f"  whole extra round trip vs a text-only turn           {statistics.median(extra) * 1000:6.1f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as work:
+        env = {**os.environ, "TURNSTONED_HOME": home, "TURNSTONED_MODEL": "scripted",
+               "OPENAI_API_KEY": "sk-bench"}
+        bench_cold_start(args.runs, env)
+        bench_stream(args.runs, env, work)
+        bench_seam(args.runs, env, work)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
