@@ -74,12 +74,16 @@ async def bench_calls(calls: int, block: int) -> None:
 def _report(label: str, samples: list[float]) -> None:
     ms = [s * 1000 for s in samples]
     p95 = sorted(ms)[int(len(ms) * 0.95)]
-    print(f"{label:32s} n={len(ms)} mean {statistics.fmean(ms):.3f} ms  median {statistics.median(ms):.3f} ms  p95 {p95:.3f} ms")
+    mean, median = statistics.fmean(ms), statistics.median(ms)
+    print(f"{label:32s} n={len(ms)} mean {mean:.3f} ms  median {median:.3f} ms  p95 {p95:.3f} ms")
 
 
 async def bench_startup(servers: int) -> None:
     specs = [
-        ServerSpec(name=f"s{i}", type="stdio", command=sys.executable, args=[str(SERVER)]) for i in range(servers)
+        ServerSpec(
+            name=f"s{i}", type="stdio", command=sys.executable, args=[str(SERVER), "--no-resources"]
+        )
+        for i in range(servers)
     ]
     manager = MCPManager(specs)
     t0 = time.perf_counter()
@@ -89,11 +93,14 @@ async def bench_startup(servers: int) -> None:
     ready = time.perf_counter() - t0
     connected = sum(1 for s in manager.status() if s.status == "connected")
     await manager.close()
-    print(f"start() with {servers} servers returned in {returned * 1000:.2f} ms; {connected} connected after {ready:.2f} s")
+    print(f"start() with {servers} servers returned in {returned * 1000:.2f} ms;", end=" ")
+    print(f"{connected} connected after {ready:.2f} s")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--block", type=int, default=100)
     parser.add_argument("--servers", type=int, default=5)

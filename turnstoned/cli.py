@@ -21,6 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnstoned", description=(
         "Agent daemon for code editors. With no command it serves protocol v1 on stdio."))
     parser.add_argument("--version", action="version", version=f"turnstoned {__version__}")
+    _serve_options(parser)
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("serve", help="serve JSON-RPC on stdio (the default)")
     chat = sub.add_parser("chat", help="run one turn headless and print it")
@@ -33,6 +34,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mcp-config", metavar="FILE", help='an {"mcpServers": {...}} JSON file')
+    parser.add_argument("--tool-search", choices=["auto", "on", "off"],
+                        help="defer MCP tools behind tool_search (default: [tools] search)")
+    parser.add_argument("--tool-search-threshold", type=int, metavar="N",
+                        help="auto mode: defer when more than N tools (default 20)")
+    parser.add_argument("--tool-search-max-results", type=int, metavar="N",
+                        help="tools returned per search (default 5)")
+
+
+def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Command-line flags as config overrides, by section."""
+    out: dict[str, dict[str, Any]] = {"tools": {}, "mcp": {}}
+    if args.mcp_config:
+        out["mcp"]["config_path"] = os.path.abspath(args.mcp_config)
+    for flag, key in (("tool_search", "search"), ("tool_search_threshold", "search_threshold"),
+                      ("tool_search_max_results", "search_max_results")):
+        if getattr(args, flag) is not None:
+            out["tools"][key] = getattr(args, flag)
+    return {k: v for k, v in out.items() if v}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv == ["serve"]:  # the editor's launch: skip argparse, start serving
@@ -42,12 +65,17 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "chat":
         try:
-            return asyncio.run(_chat(args))
+            return asyncio.run(_chat(args, _daemon_flags(argv)))
         except KeyboardInterrupt:
             return 130
     from turnstoned.server import serve_stdio
 
-    return serve_stdio()
+    return serve_stdio(overrides(args))
+
+
+def _daemon_flags(argv: list[str]) -> list[str]:
+    """The daemon options given before `chat`, for the daemon it spawns."""
+    return argv[: argv.index("chat")]
 
 
 def _ask_terminal(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
@@ -101,11 +129,11 @@ class _Printer:
             print(f"\n[{params['kind']}] {params['text']}", file=sys.stderr, flush=True)
 
 
-async def _chat(args: argparse.Namespace) -> int:
+async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
     from turnstoned.client import Client, RpcFailure
 
     printer = _Printer(args.json)
-    client = await Client.spawn()
+    client = await Client.spawn([sys.executable, "-m", "turnstoned", *daemon_flags])
     try:
         if args.yes:
             async def approve(_: p.ApprovalRequestParams) -> p.ApprovalResponse:

@@ -37,6 +37,9 @@ class ModelConfig(_Section):
     max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
     temperature: float | None = None
     request_timeout: Annotated[float, msgspec.Meta(gt=0)] = 600.0
+    # The provider defers tools itself: send deferred definitions with
+    # `defer_loading: true` instead of the client-side tool_search.
+    native_tool_search: bool = False
 
 
 class ToolsConfig(_Section):
@@ -107,6 +110,14 @@ def load(file: Path | None = None) -> Config:
         return msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(file, exc)) from exc
+
+
+def with_overrides(cfg: Config, overrides: dict[str, dict[str, Any]]) -> Config:
+    """``cfg`` with section values replaced (command-line flags win over the file)."""
+    for section, values in overrides.items():
+        current = getattr(cfg, section)
+        cfg = msgspec.structs.replace(cfg, **{section: msgspec.structs.replace(current, **values)})
+    return cfg
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,4 +68,73 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         "mcpServer/list": mcp_list,
         "mcpServer/refresh": mcp_refresh,
         "daemon/health": health,
+        **_knowledge_handlers(get_engine),
     }
+
+
+def _knowledge_handlers(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
+    """memory/list, memory/delete and skill/list: what editors show of memories and skills."""
+    from pathlib import Path
+
+    def session_dirs(session_id: str) -> tuple[Any, Path, Path | None]:
+        from turnstoned.core.errors import EngineError
+
+        row = get_engine().store.get_session(session_id)
+        if row is None:
+            raise EngineError(p.ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
+        return row, Path(row.cwd), Path(row.workspace) if row.workspace else None
+
+    def places(scope: str | None, session_id: str | None) -> list[Any]:
+        from turnstoned.core.errors import EngineError
+        from turnstoned.store.memory import ScopeRef, Scopes, sessionless_refs
+
+        if session_id is None:
+            if scope in ("workstream", "project"):
+                raise EngineError(p.ErrorCode.INVALID_PARAMS,
+                                  f"scope {scope!r} belongs to a session: pass sessionId")
+            refs = sessionless_refs()
+        else:
+            row, cwd, workspace = session_dirs(session_id)
+            scopes = Scopes.for_session(row.id, row.kind, cwd, workspace)
+            refs = scopes.visible()
+            if scope is not None and scope not in scopes.allowed() and scope != "project":
+                refs.append(ScopeRef(scope, scopes.key(scope)))
+        return [r for r in refs if scope is None or r.scope == scope]
+
+    async def memory_list(params: p.MemoryListParams) -> p.MemoryListResult:
+        from turnstoned.core.session import iso
+        from turnstoned.store.memory import MemoryStore
+
+        found = MemoryStore(get_engine().store).all_in(places(params.scope, params.session_id))
+        return p.MemoryListResult(memories=[p.MemoryInfo(
+            name=m.name, scope=m.scope, type=m.type,  # type: ignore[arg-type]
+            description=m.description, content=m.content, updated_at=iso(m.updated_at))
+            for m in found])
+
+    async def memory_delete(params: p.MemoryDeleteParams) -> p.MemoryDeleteResult:
+        from turnstoned.core.errors import EngineError
+        from turnstoned.store.memory import MemoryStore
+
+        refs = places(params.scope, params.session_id)
+        if not refs:
+            raise EngineError(p.ErrorCode.INVALID_PARAMS, "that session has no project scope "
+                              "(no workspace folder, not inside a git repository)")
+        return p.MemoryDeleteResult(deleted=MemoryStore(get_engine().store).delete(refs[0],
+                                                                                   params.name))
+
+    async def skill_list(params: p.SkillListParams) -> p.SkillListResult:
+        from turnstoned import skills
+
+        engine, root, active = get_engine(), None, None
+        if params.session_id is not None:
+            row, cwd, workspace = session_dirs(params.session_id)
+            root = skills.skills_root(cwd, workspace)
+            record = row.state.get(skills.ACTIVE_KEY)
+            active = record.get("name") if isinstance(record, dict) else None
+        catalog = skills.build_catalog(engine.services.config_dir, root, engine.services.mcp)
+        return p.SkillListResult(skills=[p.SkillInfo(
+            name=s.name, description=s.description, category=s.category,
+            risk=s.risk, origin=s.origin, active=s.name == active)  # type: ignore[arg-type]
+            for s in catalog.skills])
+
+    return {"memory/list": memory_list, "memory/delete": memory_delete, "skill/list": skill_list}

@@ -258,6 +258,62 @@ class DaemonHealthResult(Wire, kw_only=True):
     mcp: McpHealth
 
 
+MemoryScope = Literal["global", "workstream", "user", "coordinator", "project"]
+MemoryType = Literal["user", "general", "feedback", "reference"]
+SkillRisk = Literal["low", "medium", "high", "critical"]
+SkillOrigin = Literal["workspace", "user", "mcp"]
+
+
+class MemoryListParams(Wire, kw_only=True):
+    """Without ``sessionId``: the global, user and coordinator scopes; with it: every scope
+    that session sees (its workstream and project included)."""
+
+    scope: MemoryScope | None = None
+    session_id: str | None = None
+
+
+class MemoryInfo(Wire, kw_only=True):
+    name: str
+    scope: MemoryScope
+    type: MemoryType
+    description: str
+    content: str
+    updated_at: str
+
+
+class MemoryListResult(Wire, kw_only=True):
+    memories: list[MemoryInfo]
+
+
+class MemoryDeleteParams(Wire, kw_only=True):
+    """``workstream`` and ``project`` memories need the ``sessionId`` they belong to."""
+
+    name: str
+    scope: MemoryScope
+    session_id: str | None = None
+
+
+class MemoryDeleteResult(Wire, kw_only=True):
+    deleted: bool
+
+
+class SkillListParams(Wire, kw_only=True):
+    session_id: str | None = None
+
+
+class SkillInfo(Wire, kw_only=True):
+    name: str
+    description: str
+    category: str = ""
+    risk: SkillRisk
+    origin: SkillOrigin
+    active: bool = False
+
+
+class SkillListResult(Wire, kw_only=True):
+    skills: list[SkillInfo]
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -380,6 +436,11 @@ METHODS: tuple[Method, ...] = (
     _req("mcpServer/refresh", McpServerRefreshParams, McpServerRefreshResult,
          "Rediscover one or all MCP servers (reconnecting dead ones)."),
     _req("daemon/health", None, DaemonHealthResult, "Version, protocol and load."),
+    _req("memory/list", MemoryListParams, MemoryListResult,
+         "Stored memories, newest update first (to show and prune them)."),
+    _req("memory/delete", MemoryDeleteParams, MemoryDeleteResult, "Delete one memory."),
+    _req("skill/list", SkillListParams, SkillListResult,
+         "Skills a session (or, without one, the user) can load, and which one is active."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),

@@ -55,8 +55,9 @@ def _prewarm() -> None:
 class EngineHolder:
     """Builds the engine on first use: config, store and core stay off the cold start."""
 
-    def __init__(self, sink: rpc.PyglsSink) -> None:
+    def __init__(self, sink: rpc.PyglsSink, overrides: dict[str, dict[str, Any]]) -> None:
         self.sink = sink
+        self.overrides = overrides
         self.engine: Engine | None = None
         self.error: str | None = None
         self._loaded = False
@@ -70,7 +71,7 @@ class EngineHolder:
         from turnstoned.store import Store
 
         try:
-            cfg = config.load()
+            cfg = config.with_overrides(config.load(), self.overrides)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
         except config.ConfigError as exc:
             self.error = str(exc)
@@ -89,10 +90,10 @@ class EngineHolder:
         return self.engine
 
 
-def create() -> Daemon:
+def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
     server = Daemon("turnstoned", __version__, protocol_cls=_Protocol,
                     converter_factory=rpc.converter)
-    holder = EngineHolder(rpc.PyglsSink(server.protocol))
+    holder = EngineHolder(rpc.PyglsSink(server.protocol), overrides or {})
     handlers = build(holder.get)
 
     async def health(_: Any) -> p.DaemonHealthResult:
@@ -133,12 +134,12 @@ def _claim_stdout() -> BinaryIO:
     return out
 
 
-def serve_stdio() -> int:
+def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
     out = _claim_stdout()
-    server = create()
+    server = create(overrides)
     try:
         server.start_io(sys.stdin.buffer, out)
     finally:

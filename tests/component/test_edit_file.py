@@ -45,7 +45,7 @@ async def made(tmp_path: Path, content: str | bytes, name: str = "f.txt") -> Too
     return ctx
 
 
-# -- the reference matrix ---------------------------------------------------------------------
+# -- the reference matrix -------------------------------------------------------------------------
 
 
 async def test_single_replace(tmp_path: Path) -> None:
@@ -91,7 +91,9 @@ async def test_must_read_first(tmp_path: Path) -> None:
 async def test_found_twice(tmp_path: Path) -> None:
     ctx = await made(tmp_path, "foo\nbar\nfoo\n")
     call = prep(ctx, path="f.txt", old_string="foo", new_string="baz")
-    assert call.error == "Error: old_string found 2 times at lines 1, 3 — use near_line or replace_all"
+    assert (
+        call.error == "Error: old_string found 2 times at lines 1, 3 — use near_line or replace_all"
+    )
 
 
 async def test_near_line_picks_the_nearest_occurrence(tmp_path: Path) -> None:
@@ -220,7 +222,7 @@ async def test_file_changed_elsewhere_is_still_refused(tmp_path: Path) -> None:
     call = prep(ctx, path="f.txt", old_string="alpha", new_string="ALPHA")
     (tmp_path / "f.txt").write_text("alpha\nbeta\ngamma\n")
     out = await edit_file.execute(call, ctx)
-    assert out.is_error and out.content.startswith("Error: f.txt changed since the edit was")
+    assert out.is_error and out.text().startswith("Error: f.txt changed since the edit was")
     assert (tmp_path / "f.txt").read_text() == "alpha\nbeta\ngamma\n"
 
 
@@ -229,7 +231,7 @@ async def test_file_deleted_between_prepare_and_execute(tmp_path: Path) -> None:
     call = prep(ctx, path="f.txt", old_string="alpha", new_string="b")
     (tmp_path / "f.txt").unlink()
     out = await edit_file.execute(call, ctx)
-    assert out.is_error and out.content.startswith("Error")
+    assert out.is_error and out.text().startswith("Error")
     assert not (tmp_path / "f.txt").exists()
 
 
@@ -274,7 +276,7 @@ async def test_replace_all_false_as_a_string_is_false(tmp_path: Path) -> None:
     assert call.error is not None and "found 2 times" in call.error
 
 
-# -- guard, endings, encoding, atomicity, preview ------------------------------------------------------
+# -- guard, endings, encoding, atomicity, preview -------------------------------------------------
 
 
 async def test_read_through_a_symlink_authorises_the_target(tmp_path: Path) -> None:

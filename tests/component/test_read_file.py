@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +76,14 @@ async def test_offset_past_the_end_and_empty_files(tmp_path: Path) -> None:
     ("args", "message"),
     [
         ({"path": ""}, "Error: missing path"),
-        ({"path": "a", "offset": "abc"}, "Error: offset/limit must be integers (got offset='abc', limit=None)"),
+        (
+            {"path": "a", "offset": "abc"},
+            "Error: offset/limit must be integers (got offset='abc', limit=None)",
+        ),
         ({"path": "a", "offset": 0}, "Error: offset must be >= 1 (got 0)"),
         ({"path": "a", "limit": -2}, "Error: limit must be >= 1 (got -2)"),
     ],
-)  # fmt: skip
+)
 def test_argument_errors_at_prepare(tmp_path: Path, args: dict[str, Any], message: str) -> None:
     ctx = make_ctx(tmp_path)
     assert prep(ctx, **args).error == message
@@ -186,10 +190,22 @@ async def test_a_window_of_a_long_file_counts_all_its_lines(tmp_path: Path) -> N
 async def test_invalid_utf8_is_shown_with_replacement_characters(tmp_path: Path) -> None:
     (tmp_path / "l1.txt").write_bytes(b"caf\xe9\n")
     out = await run(make_ctx(tmp_path), path="l1.txt")
-    assert out.content.startswith("   1\tcaf\ufffd\n")
+    assert out.text().startswith("   1\tcaf\ufffd\n")
     assert "not valid UTF-8" in out.text()
 
 
 async def test_a_bom_is_not_shown(tmp_path: Path) -> None:
     (tmp_path / "b.txt").write_bytes(b"\xef\xbb\xbfhi\n")
     assert (await run(make_ctx(tmp_path), path="b.txt")).content == "   1\thi"
+
+
+@pytest.mark.parametrize("limit", [0, 1, 7, 50, 333])
+def test_head_tail_matches_truncate_middle(limit: int) -> None:
+    rng = random.Random(limit)
+    for _ in range(100):
+        lines = ["x" * rng.randint(0, 40) + str(i) for i in range(rng.randint(0, 60))]
+        clip = read_file.HeadTail(limit)
+        for line in lines:
+            clip.add(line)
+        assert clip.text() == truncate_middle("\n".join(lines), limit)
+        assert clip.count == len(lines)

@@ -73,7 +73,7 @@ async def test_append_mode(tmp_path: Path) -> None:
 async def test_unknown_mode_means_overwrite(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("old\n")
     _, out = await run(make_ctx(tmp_path), path="f.txt", content="new\n", mode="bogus")
-    assert out.content.startswith("Wrote") and (tmp_path / "f.txt").read_text() == "new\n"
+    assert out.text().startswith("Wrote") and (tmp_path / "f.txt").read_text() == "new\n"
 
 
 async def test_missing_path_and_directory_targets(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ async def test_big_new_file_preview_is_capped(tmp_path: Path) -> None:
     content = "".join(f"line {i}\n" for i in range(50_000))
     call = prep(make_ctx(tmp_path), path="big.txt", content=content)
     assert len(call.preview) < 20_000
-    assert call.preview.endswith("more diff lines not shown)")
+    assert call.preview.endswith("... (preview truncated; the change goes on)")
 
 
 _WRITER = textwrap.dedent(

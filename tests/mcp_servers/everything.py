@@ -24,6 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
@@ -99,14 +100,18 @@ def _add_tools(server: FlakyServer) -> None:
                 types.TextContent(type="text", text="see attached"),
                 types.EmbeddedResource(
                     type="resource",
-                    resource=types.TextResourceContents(uri="memo://attached", mime_type="text/plain", text="hello inside"),
+                    resource=types.TextResourceContents(
+                        uri="memo://attached", mime_type="text/plain", text="hello inside"
+                    ),
                 ),
             ]
         )
 
     @server.tool(description="Always fails with isError.")
     def fail(reason: str = "it broke") -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"failure: {reason}")], is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"failure: {reason}")], is_error=True
+        )
 
     @server.tool(description="Never returns until cancelled.")
     async def hang() -> str:
@@ -136,9 +141,13 @@ def _add_tools(server: FlakyServer) -> None:
         await ctx.session.send_tool_list_changed()
         return f"removed {tool_name}"
 
-    @server.tool(description="Add a tool, make the next `failures` tool listings fail, announce the change.")
+    @server.tool(
+        description="Add a tool, make the next `failures` tool listings fail, announce the change."
+    )
     async def add_tool_flaky(tool_name: str, failures: int, ctx: Context) -> str:
-        server.add_tool(lambda: tool_name, name=tool_name, description="Added while listings were failing.")
+        server.add_tool(
+            lambda: tool_name, name=tool_name, description="Added while listings were failing."
+        )
         server.fail_lists = failures
         await ctx.session.send_tool_list_changed()
         return f"added {tool_name}; next {failures} listings fail"
@@ -163,7 +172,9 @@ def _add_resources(server: MCPServer) -> None:
     def logo() -> bytes:
         return PNG_1X1
 
-    @server.resource("memo://notes/{topic}", description="Notes about a topic", mime_type="text/plain")
+    @server.resource(
+        "memo://notes/{topic}", description="Notes about a topic", mime_type="text/plain"
+    )
     def notes(topic: str) -> str:
         return f"notes on {topic}"
 
@@ -178,8 +189,8 @@ def _add_prompts(server: MCPServer) -> None:
         return "Hello there."
 
 
-def _options(server: MCPServer) -> object:
-    lowlevel = server._lowlevel_server  # noqa: SLF001 - the public API has no listChanged switch
+def _options(server: MCPServer) -> InitializationOptions:
+    lowlevel = server._lowlevel_server  # the public API has no listChanged switch
     return lowlevel.create_initialization_options(
         NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
     )
@@ -187,7 +198,7 @@ def _options(server: MCPServer) -> object:
 
 async def _serve_stdio(server: MCPServer) -> None:
     async with stdio_server() as (read, write):
-        await server._lowlevel_server.run(read, write, _options(server))  # noqa: SLF001
+        await server._lowlevel_server.run(read, write, _options(server))
 
 
 async def _serve_http(server: MCPServer, port: int) -> None:
@@ -210,7 +221,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-prompts", action="store_true")
     parser.add_argument("--no-resources", action="store_true")
-    parser.add_argument("--stderr-noise", action="store_true", help="write a line to stderr at start")
+    parser.add_argument(
+        "--stderr-noise", action="store_true", help="write a line to stderr at start"
+    )
     opts = parser.parse_args()
     marker = _marker_dir()
     if marker is not None:

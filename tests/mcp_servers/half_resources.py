@@ -21,9 +21,14 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 TEMPLATE = types.ResourceTemplate(
-    name="row", uri_template="db://tables/{table}/rows/{id}", description="One row of a table", mime_type="text/plain"
+    name="row",
+    uri_template="db://tables/{table}/rows/{id}",
+    description="One row of a table",
+    mime_type="text/plain",
 )
-RESOURCE = types.Resource(name="schema", uri="db://schema", description="The database schema", mime_type="text/plain")
+RESOURCE = types.Resource(
+    name="schema", uri="db://schema", description="The database schema", mime_type="text/plain"
+)
 
 
 def build(mode: str) -> Server[Any]:
@@ -39,9 +44,13 @@ def build(mode: str) -> Server[Any]:
             raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
         return types.ListResourceTemplatesResult(resource_templates=[TEMPLATE])
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         text = f"contents of {params.uri}"
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=text)])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=params.uri, text=text)]
+        )
 
     return Server(
         "half-resources",
@@ -60,7 +69,9 @@ async def serve(mode: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["templates-only", "resources-only", "broken"], default="templates-only")
+    parser.add_argument(
+        "--mode", choices=["templates-only", "resources-only", "broken"], default="templates-only"
+    )
     anyio.run(serve, parser.parse_args().mode)
 
 

@@ -23,15 +23,33 @@ WAIT = 20.0  # generous: the machine is shared; every wait is still bounded
 FAST = {"health_interval": 0.3, "backoff_base": 0.05, "backoff_cap": 0.5, "debounce": 0.05}
 
 
-def stdio_spec(name: str, script: Path = EVERYTHING, *args: str, env: dict[str, str] | None = None) -> ServerSpec:
-    return ServerSpec(name=name, type="stdio", command=sys.executable, args=[str(script), *args], env=env or {})
+def stdio_spec(
+    name: str, script: Path = EVERYTHING, *args: str, env: dict[str, str] | None = None
+) -> ServerSpec:
+    return ServerSpec(
+        name=name, type="stdio", command=sys.executable, args=[str(script), *args], env=env or {}
+    )
 
 
 def fast_manager(specs: list[ServerSpec], **kwargs: object) -> MCPManager:
     return MCPManager(specs, **{**FAST, **kwargs})  # type: ignore[arg-type]
 
 
-async def wait_until(manager: MCPManager, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
+@asynccontextmanager
+async def running(manager: MCPManager, *, ready: bool = True) -> AsyncIterator[MCPManager]:
+    """Start ``manager`` (and wait until every server connected or failed); always close it."""
+    await manager.start()
+    try:
+        if ready:
+            await manager.wait_ready(WAIT)
+        yield manager
+    finally:
+        await manager.close()
+
+
+async def wait_until(
+    manager: MCPManager, predicate: Callable[[], bool], timeout: float = WAIT
+) -> None:
     """Wait (bounded) until ``predicate()`` holds, re-checking on every catalog or status change."""
     event = asyncio.Event()
 

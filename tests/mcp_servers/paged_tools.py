@@ -27,17 +27,26 @@ ODD_SCHEMA: dict[str, Any] = {
 
 
 def build(count: int, page: int) -> Server[Any]:
-    tools = [types.Tool(name=f"t{i:02d}", description=f"tool {i}", input_schema={"type": "object"}) for i in range(count)]
-    tools.append(types.Tool(name="weird.name/with spaces", description="odd", input_schema=ODD_SCHEMA))
+    tools = [
+        types.Tool(name=f"t{i:02d}", description=f"tool {i}", input_schema={"type": "object"})
+        for i in range(count)
+    ]
+    tools.append(
+        types.Tool(name="weird.name/with spaces", description="odd", input_schema=ODD_SCHEMA)
+    )
 
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         start = int(params.cursor) if params is not None and params.cursor else 0
         end = start + page
         cursor = str(end) if end < len(tools) else None
         return types.ListToolsResult(tools=tools[start:end], next_cursor=cursor)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"called {params.name}")])
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"called {params.name}")]
+        )
 
     return Server("paged", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
 

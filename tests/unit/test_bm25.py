@@ -70,6 +70,14 @@ def test_tokenize_is_case_insensitive_and_style_insensitive() -> None:
     assert tokenize("Read FILE") == tokenize("read file")
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["mcp__github__create_issue HTTPServer", "a.b-c_d/e:f", "x2Y 10:30 __x__", *TOOLS],
+)
+def test_ascii_and_unicode_paths_agree(text: str) -> None:
+    assert tokenize(f"{text} é") == [*tokenize(text), "é"]
+
+
 def test_tokenize_is_deterministic() -> None:
     text = " ".join(TOOLS)
     assert tokenize(text) == tokenize(text)
@@ -221,7 +229,7 @@ def test_repeated_query_terms_count_per_occurrence() -> None:
     double = index.scores("issue issue")
     assert double == [2 * s for s in single]
     assert index.scores("issue github") == pytest.approx(
-        [a + b for a, b in zip(single, index.scores("github"))]
+        [a + b for a, b in zip(single, index.scores("github"), strict=True)]
     )
 
 
@@ -296,7 +304,7 @@ def _tool_corpus(size: int, seed: int) -> list[str]:
     words = "list get create issue file page user the a of to open closed repo run".split()
     weights = [1.0 / rank for rank in range(1, len(words) + 1)]
     docs: list[str] = []
-    for i in range(size):
+    for _ in range(size):
         if docs and rng.random() < 0.15:
             docs.append(rng.choice(docs))
             continue

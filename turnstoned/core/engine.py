@@ -13,14 +13,15 @@ import secrets
 import time
 from pathlib import Path
 
-from turnstoned import __version__, paths
+from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
-from turnstoned.core.session import Session, TurnState, resolve_dir
+from turnstoned.core.toolset import SearchSettings
+from turnstoned.core.session import Session, TurnState, resolve_dir, session_info
 from turnstoned.core.turn import TurnRunner
 from turnstoned.protocol import ErrorCode
 from turnstoned.store import SessionRow, Store
@@ -37,6 +38,13 @@ class Engine:
         self.sessions: dict[str, Session] = {}
         self.services = Services(store=store, data_dir=paths.data_dir(),
                                  config_dir=paths.config_dir())
+        self.services.prompt_sections.append(self._skill_section)
+
+    def _skill_section(self, env: SessionEnv) -> str:
+        """The session's loaded skill for its system message, ``{{model}}`` naming its model."""
+        live = self.sessions.get(env.session_id)
+        model = resolve_model(self.config.model, live.model if live else None)
+        return skills.prompt_section(env, "" if isinstance(model, str) else model.name)
 
     # ----------------------------------------------------------- sessions
 
@@ -63,6 +71,10 @@ class Engine:
             on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
         )
         session = Session(row, store, env, policy)
+        t = self.config.tools
+        session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
+                                        max_results=t.search_max_results,
+                                        native=self.config.model.native_tool_search)
         env.notice = lambda kind, text, data: self._notice(session, kind, text, data)
         self.sessions[row.id] = session
         return session
@@ -124,8 +136,7 @@ class Engine:
         out = []
         for row in self.store.list_sessions():
             live = self.sessions.get(row.id)
-            out.append(live.info() if live else
-                       _info(row))
+            out.append(live.info() if live else session_info(row, row.title, row.updated_at, "idle"))
         return out
 
     async def close_session(self, session_id: str) -> None:
@@ -179,11 +190,23 @@ class Engine:
         from turnstoned import tools as registry
 
         specs = registry.registry()
-        names = registry.tool_names(self.get(session_id).kind) if session_id else list(specs)
-        schemas = {t["function"]["name"]: t["function"] for t in
-                   (self.get(session_id).tool_schemas() if session_id else registry.TOOLS)}
-        return [p.ToolInfo(name=n, description=schemas[n]["description"], source="builtin",
-                           auto_approve=specs[n].auto_approve) for n in names]
+        if session_id is None:
+            schemas = registry.TOOLS
+            mcp = self.services.mcp.tools() if self.services.mcp is not None else []
+            schemas = schemas + [t.openai_schema() for t in mcp]
+        else:
+            schemas = self.get(session_id).toolset().schemas
+        servers = {t.name: t.server for t in (self.services.mcp.tools() if self.services.mcp else [])}
+        out = []
+        for schema in schemas:
+            fn = schema["function"]
+            name = fn["name"]
+            out.append(p.ToolInfo(
+                name=name, description=fn["description"],
+                source="mcp" if name in servers else "builtin", server=servers.get(name),
+                auto_approve=bool(specs[name].auto_approve) if name in specs else name == "tool_search",
+            ))
+        return out
 
     def health(self) -> p.DaemonHealthResult:
         model = resolve_model(self.config.model)
@@ -215,8 +238,3 @@ class Engine:
 
         await _shells.close_all(session.env)
 
-
-def _info(row: SessionRow) -> p.SessionInfo:
-    from turnstoned.core.session import session_info
-
-    return session_info(row, row.title, row.updated_at, "idle")

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
-from turnstoned import tools as registry
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
-from turnstoned.core.pipeline import BuiltinTool, ToolHandle
+from turnstoned.core import toolset
+from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.tools.base import SessionEnv
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class Session:
         self.generation = 0
         self.updated_at = row.updated_at
         self.last_usage: dict[str, Any] | None = None
+        self.search = SearchSettings()
 
     # ----------------------------------------------------------- state
 
@@ -72,17 +73,9 @@ class Session:
 
     # ----------------------------------------------------------- tools
 
-    def tool_handles(self) -> dict[str, ToolHandle]:
-        """Callable tools by name: exactly the ones this session's model is shown."""
-        specs = registry.registry()
-        return {
-            name: BuiltinTool(name, specs[name].module, specs[name].meta.get("primary_key"))
-            for name in registry.tool_names(self.kind)
-        }
-
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        ws = str(self.env.workspace) if self.env.workspace else None
-        return registry.tools_for(self.kind, str(self.env.cwd), ws)
+    def toolset(self) -> Toolset:
+        """The tools for the next model call: what the model is shown is what it may call."""
+        return toolset.build(self.kind, self.env, self.search)
 
     def system_prompt(self, model_name: str) -> str:
         lines = [

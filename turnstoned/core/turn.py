@@ -29,6 +29,7 @@ from turnstoned.core.pipeline import (
     prepare_one,
 )
 from turnstoned.core.session import Session, TurnState
+from turnstoned.core.toolset import Toolset
 from turnstoned.llm.types import ModelError, ModelReply
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
@@ -48,6 +49,7 @@ class TurnRunner:
     def __init__(self, session: Session, turn: TurnState, config: Config, sink: EventSink) -> None:
         self.s, self.turn, self.config, self.sink = session, turn, config, sink
         self.batch = _Batch()
+        self.tools = Toolset()
         self.usage = p.Usage()
         self._open_items: dict[str, p.Item] = {}
 
@@ -134,8 +136,9 @@ class TurnRunner:
 
         messages = [{"role": "system", "content": self.s.system_prompt(model.name)},
                     *m.to_openai(self.s.history)]
+        self.tools = self.s.toolset()
         try:
-            reply = await stream_reply(model, messages, self.s.tool_schemas(), on_text, on_reasoning)
+            reply = await stream_reply(model, messages, self.tools.schemas, on_text, on_reasoning)
         except asyncio.CancelledError:
             partial = "".join(texts[msg_id])
             if partial:  # keep what the user already saw
@@ -159,7 +162,7 @@ class TurnRunner:
     # ----------------------------------------------------------- commits
 
     def _commit_assistant(self, reply: ModelReply) -> None:
-        handles = self.s.tool_handles()
+        handles = self.tools.handles
         available = sorted(handles)
         seen: set[str] = set()
         for raw in reply.tool_calls:
@@ -229,7 +232,7 @@ class TurnRunner:
             runnable = [c for c in calls if c.call_id not in gated]
         streams: dict[str, Coalescer] = {}
         outcomes = await execute_all(
-            runnable, self.s.tool_handles(), lambda c: self._call_ctx(c, streams),
+            runnable, self.tools.handles, lambda c: self._call_ctx(c, streams),
             self.batch.track, serialize)
         for s in streams.values():
             s.close()
@@ -259,7 +262,7 @@ class TurnRunner:
         window = self.s.env.settings.context_window * 4
         used = sum(len(x.text()) + sum(len(c.arguments) for c in x.tool_calls)
                    for x in self.s.history)
-        used += len(json.dumps(self.s.tool_schemas()))
+        used += len(json.dumps(self.tools.schemas))
         return Budget(remaining=window - used, cap=self.s.env.output_cap())
 
     def _fold(self, outcomes: list[Outcome], feedback: str | None) -> None:

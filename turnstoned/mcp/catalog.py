@@ -86,7 +86,10 @@ def prompt_skill(prompt: MCPPrompt) -> dict[str, object]:
     """
     content = prompt.description
     if prompt.arguments:
-        lines = [f"  - {a.name}{' (required)' if a.required else ''}: {a.description[:512]}" for a in prompt.arguments]
+        lines = [
+            f"  - {a.name}{' (required)' if a.required else ''}: {a.description[:512]}"
+            for a in prompt.arguments
+        ]
         content = "\n".join([content, "Arguments:", *lines]).lstrip("\n")
     return {
         "name": prompt.name,

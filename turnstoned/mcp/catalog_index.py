@@ -9,7 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from turnstoned.mcp.models import MCPPrompt, MCPResource, MCPResourceTemplate, MCPTool, ServerCatalog
+from turnstoned.mcp.models import (
+    MCPPrompt,
+    MCPResource,
+    MCPResourceTemplate,
+    MCPTool,
+    ServerCatalog,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +64,18 @@ class CatalogIndex:
         best: MCPResourceTemplate | None = None
         for template in self.templates:
             prefix = template.prefix
-            if prefix and uri.startswith(prefix) and (best is None or len(prefix) > len(best.prefix)):
+            if (
+                prefix
+                and uri.startswith(prefix)
+                and (best is None or len(prefix) > len(best.prefix))
+            ):
                 best = template
         return best.server if best is not None else None
 
     def _add_tools(self, tools: Sequence[MCPTool]) -> None:
         for tool in tools:
             if tool.name in self.tool_by_name:
-                self._clash(f"MCP tool {tool.name!r} from {tool.server!r} clashes with an earlier server's; skipped")
+                self._clash(f"MCP tool {tool.name!r} from {tool.server!r} is a duplicate")
                 continue
             self.tools.append(tool)
             self.tool_by_name[tool.name] = tool
@@ -74,7 +84,7 @@ class CatalogIndex:
     def _add_resources(self, resources: Sequence[MCPResource]) -> None:
         for res in resources:
             if res.uri in self.resource_server:
-                self._clash(f"MCP resource {res.uri!r} is offered by {res.server!r} too; using the earlier server")
+                self._clash(f"MCP resource {res.uri!r} from {res.server!r} is a duplicate")
                 continue
             self.resources.append(res)
             self.resource_server[res.uri] = res.server
@@ -83,7 +93,10 @@ class CatalogIndex:
         seen = {t.uri_template for t in self.templates}
         for template in templates:
             if template.uri_template in seen:
-                self._clash(f"MCP resource template {template.uri_template!r} from {template.server!r} is a duplicate")
+                uri, server = template.uri_template, template.server
+                self._clash(
+                    f"MCP resource template {uri!r} from {server!r} is a duplicate; skipped"
+                )
                 continue
             seen.add(template.uri_template)
             self.templates.append(template)

@@ -104,7 +104,12 @@ def load_servers(
     for origin, table, base_dir in layers:
         for name, raw in table.items():
             if name in merged:
-                log.info("MCP server %r from %s replaces the one from %s", name, origin, _origin_of(merged[name]))
+                log.info(
+                    "MCP server %r from %s replaces the one from %s",
+                    name,
+                    origin,
+                    _origin_of(merged[name]),
+                )
                 del merged[name]  # re-insert so the order shows where the winner came from
             merged[name] = _parse_entry(str(name), raw, origin, base_dir, env)
     specs = [item for item in merged.values() if isinstance(item, ServerSpec)]
@@ -147,7 +152,7 @@ def _parse_entry(
             raise _EntryError(f"expected a table/object, got {_kind(raw)}")
         expand = _expander(env)
         kind = _transport(raw)
-        common = {
+        common: dict[str, Any] = {
             "name": name,
             "origin": origin,
             "timeout": _timeout(raw.get("timeout")),
@@ -158,7 +163,9 @@ def _parse_entry(
         project = base_dir if origin.startswith("project:") else None
         return ServerSpec(type="stdio", **common, **_stdio_fields(raw, expand, base_dir, project))
     except _EntryError as exc:
-        return ConfigIssue(name=name, origin=origin, message=f"MCP server {name!r} ({origin}): {exc}")
+        return ConfigIssue(
+            name=name, origin=origin, message=f"MCP server {name!r} ({origin}): {exc}"
+        )
 
 
 def _check_name(name: str) -> None:
@@ -168,7 +175,9 @@ def _check_name(name: str) -> None:
             "(mcp__<server>__<tool>); rename the server"
         )
     if not NAME_PATTERN.fullmatch(name):
-        raise _EntryError("a server name must be 1-64 characters of letters, digits, '.', '_' or '-'")
+        raise _EntryError(
+            "a server name must be 1-64 characters of letters, digits, '.', '_' or '-'"
+        )
 
 
 def _transport(raw: Mapping[str, Any]) -> Literal["stdio", "http"]:
@@ -182,12 +191,17 @@ def _transport(raw: Mapping[str, Any]) -> Literal["stdio", "http"]:
     if kind in _HTTP_TYPES:
         return "http"
     if kind == "sse":
-        raise _EntryError("the legacy SSE transport is not supported; use type 'http' (streamable HTTP)")
+        raise _EntryError(
+            "the legacy SSE transport is not supported; use type 'http' (streamable HTTP)"
+        )
     raise _EntryError(f"unknown type {kind!r} (expected 'stdio' or 'http')")
 
 
 def _stdio_fields(
-    raw: Mapping[str, Any], expand: Callable[[str], str], base_dir: Path | None, project: Path | None
+    raw: Mapping[str, Any],
+    expand: Callable[[str], str],
+    base_dir: Path | None,
+    project: Path | None,
 ) -> dict[str, Any]:
     command = raw.get("command")
     if not isinstance(command, str) or not command.strip():
@@ -199,7 +213,9 @@ def _stdio_fields(
     cwd = raw.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise _EntryError(f"'cwd' must be a string, got {_kind(cwd)}")
-    resolved_cwd = _resolve_cwd(expand(cwd), base_dir) if cwd else (str(project) if project else None)
+    resolved_cwd = (
+        _resolve_cwd(expand(cwd), base_dir) if cwd else (str(project) if project else None)
+    )
     return {
         "command": os.path.expanduser(expand(command.strip())),
         "args": [expand(str(a)) for a in args],

@@ -12,13 +12,14 @@ connection is noticed the moment the session's read stream ends (a stdio
 server exiting, an HTTP transport failing), not only at the next health ping.
 
 The client speaks the 2025-11-25 handshake (``initialize``), whose list_changed
-notifications arrive on the session's ``message_handler``; see
-``docs`` in the package docstring for why not the 2026-07-28 discover mode.
+notifications arrive on the session's ``message_handler`` (the package
+docstring says why not the 2026-07-28 discover mode).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections import deque
@@ -35,9 +36,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from turnstoned import __version__
-from turnstoned.mcp import render
+from turnstoned.mcp import discovery, render
 from turnstoned.mcp.config import ServerSpec
-from turnstoned.mcp import discovery
 from turnstoned.mcp.models import ConnectError, MCPCallResult
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ CLIENT_INFO = types.Implementation(name="turnstoned", version=__version__)
 PREFLIGHT_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 10.0
 STDERR_TAIL = 20
+STDERR_CHUNK = 65536
 _LIST_CHANGED = {
     "notifications/tools/list_changed": "tools",
     "notifications/resources/list_changed": "resources",
@@ -75,19 +76,13 @@ class Connection:
         self._ended = asyncio.Event()
         self._closing = False
         self._lost_reason: str | None = None
+        self._lost_reported = False
+        self._session_expired = False  # HTTP 404: requests were refused, not run
         self._runner: asyncio.Task[None] | None = None
         self._stderr_task: asyncio.Task[None] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.session: ClientSession | None = None
         self.init: types.InitializeResult | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.session is not None and not self._ended.is_set()
-
-    @property
-    def capabilities(self) -> Any:
-        return self.init.capabilities if self.init is not None else None
 
     @property
     def server_version(self) -> str | None:
@@ -117,7 +112,9 @@ class Connection:
         if runner is not None and not runner.done():
             done, _ = await asyncio.wait({runner}, timeout=CLOSE_TIMEOUT)
             if not done:
-                log.warning("MCP server %r did not shut down in %.0fs", self.spec.name, CLOSE_TIMEOUT)
+                log.warning(
+                    "MCP server %r did not shut down in %.0fs", self.spec.name, CLOSE_TIMEOUT
+                )
                 runner.cancel()
         if self._stderr_task is not None:
             self._stderr_task.cancel()
@@ -128,34 +125,46 @@ class Connection:
                 async with AsyncExitStack() as stack:
                     read, write = await self._enter_transport(stack)
                     watched = _WatchedStream(read, self._stream_ended)
-                    session = ClientSession(watched, write, message_handler=self._on_message, client_info=CLIENT_INFO)
+                    session = ClientSession(
+                        watched, write, message_handler=self._on_message, client_info=CLIENT_INFO
+                    )
                     await stack.enter_async_context(session)
                     try:
                         with anyio.fail_after(self._connect_timeout):
                             self.init = await session.initialize()
                     except TimeoutError:
-                        raise ConnectError(f"no answer to initialize within {self._connect_timeout:g}s") from None
+                        raise ConnectError(
+                            f"no answer to initialize within {self._connect_timeout:g}s"
+                        ) from None
                     self.session = session
                     ready.set_result(None)
                     await self._ended.wait()
-        except Exception as exc:  # noqa: BLE001 - every failure of a server becomes its status text
+        except Exception as exc:  # every failure of a server becomes its status text
             self._lost_reason = describe(exc)
             log.debug("MCP server %r runner ended", self.spec.name, exc_info=True)
         finally:
             self.session = None
-            self._ended.set()
             if not ready.done():
-                ready.set_exception(ConnectError(self._lost_reason or "connection closed while connecting"))
-            elif not self._closing:
-                self._on_lost(self, self._lost_reason or "connection lost")
+                ready.set_exception(
+                    ConnectError(self._lost_reason or "connection closed while connecting")
+                )
+            self._report_lost(self._lost_reason or "connection lost")
 
     async def _enter_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         spec = self.spec
         if spec.type == "http":
-            client = httpx2.AsyncClient(headers=spec.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            client = httpx2.AsyncClient(
+                headers=spec.headers,
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                event_hooks={"response": [self._check_http_session]},
+            )
             await stack.enter_async_context(client)
-            return await stack.enter_async_context(streamable_http_client(spec.url, http_client=client))
-        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=self._env, cwd=spec.cwd)
+            return await stack.enter_async_context(
+                streamable_http_client(spec.url, http_client=client)
+            )
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=self._env, cwd=spec.cwd
+        )
         read_fd, write_fd = os.pipe()
         errlog = os.fdopen(write_fd, "w")
         try:
@@ -167,20 +176,46 @@ class Connection:
             errlog.close()  # the child holds its own copy
         return streams
 
+    async def _check_http_session(self, response: httpx2.Response) -> None:
+        """A 404 to a request carrying our session id: the server forgot the session.
+
+        The spec says the client must then start a new one, so the connection is
+        treated as lost (the server restarted, or expired the session).
+        """
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            self._session_expired = True
+            self._report_lost("the HTTP server no longer knows this session")
+
     async def _read_stderr(self, fd: int) -> None:
-        """Log the server's stderr (never the daemon's stdout) and keep its tail."""
+        """Log the server's stderr (never the daemon's stdout) and keep its tail.
+
+        Reads chunks, not lines, so an endless line cannot stall the reader and,
+        with it, a server blocked on a full stderr pipe.
+        """
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         pipe = os.fdopen(fd, "rb", 0)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), pipe
+        )
+        pending = b""
         try:
-            while line := await reader.readline():
-                text = line.decode("utf-8", "replace").rstrip()
-                if text:
-                    self.stderr_tail.append(text)
-                    server_log.info("[%s] %s", self.spec.name, text)
+            while chunk := await reader.read(STDERR_CHUNK):
+                *lines, pending = (pending + chunk).split(b"\n")
+                if len(pending) > STDERR_CHUNK:
+                    lines.append(pending)
+                    pending = b""
+                for line in lines:
+                    self._stderr_line(line)
+            self._stderr_line(pending)
         finally:
             transport.close()
+
+    def _stderr_line(self, line: bytes) -> None:
+        text = line.decode("utf-8", "replace").rstrip()
+        if text:
+            self.stderr_tail.append(text[:1000])
+            server_log.info("[%s] %s", self.spec.name, text)
 
     async def _drain_stderr(self) -> None:
         if self._stderr_task is not None:
@@ -191,9 +226,16 @@ class Connection:
         return message + ("\nserver stderr:\n" + "\n".join(tail) if tail else "")
 
     def _stream_ended(self) -> None:
-        if not self._closing and self._lost_reason is None:
-            self._lost_reason = "the server closed the connection"
+        self._report_lost("the server closed the connection")
+
+    def _report_lost(self, reason: str) -> None:
+        """Mark the connection gone and tell the owner once (not for our own close)."""
+        if self._lost_reason is None:
+            self._lost_reason = reason
         self._ended.set()
+        if self.init is not None and not self._closing and not self._lost_reported:
+            self._lost_reported = True
+            self._on_lost(self, self._lost_reason)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -213,8 +255,10 @@ class Connection:
         except (MCPError, TimeoutError, RuntimeError, ValueError) as exc:
             raise ConnectError(f"listing the catalog failed: {describe(exc)}") from None
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> MCPCallResult:
-        """``tools/call``; every failure is an error result, never an exception (except cancellation)."""
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> MCPCallResult:
+        """``tools/call``; failures are error results (only cancellation propagates)."""
         session = self.session
         if session is None:
             return self._not_connected()
@@ -242,13 +286,17 @@ class Connection:
             return MCPCallResult(content=f"MCP resource error: {exc}", is_error=True)
         return render.resource_result(result)
 
-    async def get_prompt(self, prompt: str, arguments: dict[str, str], timeout: float) -> MCPCallResult:
+    async def get_prompt(
+        self, prompt: str, arguments: dict[str, str], timeout: float
+    ) -> MCPCallResult:
         session = self.session
         if session is None:
             return self._not_connected()
         try:
             result = await session.send_request(
-                types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt, arguments=arguments)),
+                types.GetPromptRequest(
+                    params=types.GetPromptRequestParams(name=prompt, arguments=arguments)
+                ),
                 types.GetPromptResult,
                 request_read_timeout_seconds=timeout,
             )
@@ -259,18 +307,31 @@ class Connection:
         return render.prompt_result(result)
 
     async def ping(self, timeout: float) -> str:
-        """``"ok"``, ``"lost"`` (the connection is gone) or ``"slow"`` (timeout/refused: keep it)."""
+        """``"ok"``, ``"timeout"``, ``"error"`` (answered with an error) or ``"lost"``."""
         session = self.session
         if session is None:
             return "lost"
         try:
-            await session.send_request(types.PingRequest(), types.EmptyResult, request_read_timeout_seconds=timeout)
+            await session.send_request(
+                types.PingRequest(), types.EmptyResult, request_read_timeout_seconds=timeout
+            )
         except MCPError as exc:
-            return "lost" if exc.code == types.CONNECTION_CLOSED else "slow"
+            if exc.code == types.REQUEST_TIMEOUT:
+                return "timeout"
+            if exc.code != types.CONNECTION_CLOSED:
+                return "error"
+            self._report_lost("no answer to ping: the connection is closed")
+            return "lost"
         return "ok"
 
+    def abandon(self, reason: str) -> None:
+        """Give up on a connection that is open but unresponsive; its process is stopped."""
+        self._report_lost(reason)
+
     def _not_connected(self) -> MCPCallResult:
-        return MCPCallResult(content=f"MCP server {self.spec.name!r} is not connected", is_error=True)
+        return MCPCallResult(
+            content=f"MCP server {self.spec.name!r} is not connected", is_error=True
+        )
 
     def _request_error(self, exc: MCPError, what: str, timeout: float) -> MCPCallResult:
         name = self.spec.name
@@ -280,13 +341,19 @@ class Connection:
                 text += " Outcome UNKNOWN: the server may or may not have completed it."
                 return MCPCallResult(content=text, is_error=True, effect_status="unknown")
             return MCPCallResult(content=text, is_error=True)
+        if exc.code == types.CONNECTION_CLOSED and self._session_expired:
+            text = f"MCP server {name!r} lost the session, so the {what} was not run; reconnecting."
+            return MCPCallResult(content=text, is_error=True)
         if exc.code == types.CONNECTION_CLOSED:
+            self._report_lost("the connection closed during a request")
             text = f"MCP server {name!r} disconnected during the {what}."
             if what == "tool":
                 text += " Outcome UNKNOWN."
                 return MCPCallResult(content=text, is_error=True, effect_status="unknown")
             return MCPCallResult(content=text, is_error=True)
-        return MCPCallResult(content=f"MCP {what} error: {exc.error.message} (code {exc.code})", is_error=True)
+        return MCPCallResult(
+            content=f"MCP {what} error: {exc.error.message} (code {exc.code})", is_error=True
+        )
 
 
 class _WatchedStream:
@@ -334,9 +401,14 @@ async def _preflight(url: str) -> None:
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), PREFLIGHT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
-        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        if isinstance(exc, TimeoutError):
+            reason = "timed out"
+        else:
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise ConnectError(f"cannot reach {host}:{port}: {reason}") from None
     writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
 
 
 def describe(exc: BaseException) -> str:
@@ -349,7 +421,7 @@ def describe(exc: BaseException) -> str:
         return "timed out"
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED:
-            return "the server closed the connection during initialize"
+            return "the server closed the connection"
         return f"{exc.error.message} (code {exc.code})"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -17,7 +17,13 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from turnstoned.mcp.models import MCPPrompt, MCPPromptArgument, MCPResource, MCPResourceTemplate, MCPTool
+from turnstoned.mcp.models import (
+    MCPPrompt,
+    MCPPromptArgument,
+    MCPResource,
+    MCPResourceTemplate,
+    MCPTool,
+)
 from turnstoned.mcp.schema import to_parameters, tool_name
 
 log = logging.getLogger(__name__)
@@ -27,7 +33,9 @@ MAX_PAGES = 100
 KINDS = frozenset({"tools", "resources", "prompts"})
 
 
-async def discover(session: ClientSession, server: str, kinds: frozenset[str], timeout: float) -> dict[str, Any]:
+async def discover(
+    session: ClientSession, server: str, kinds: frozenset[str], timeout: float
+) -> dict[str, Any]:
     """Fields of a ``ServerCatalog`` for ``kinds`` (resources covers templates too)."""
     caps = session.server_capabilities or types.ServerCapabilities()
     out: dict[str, Any] = {}
@@ -43,7 +51,9 @@ async def discover(session: ClientSession, server: str, kinds: frozenset[str], t
     return out
 
 
-async def _pages(server: str, what: str, fetch: Callable[[str | None], Awaitable[Any]], attr: str) -> list[Any]:
+async def _pages(
+    server: str, what: str, fetch: Callable[[str | None], Awaitable[Any]], attr: str
+) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
@@ -53,7 +63,13 @@ async def _pages(server: str, what: str, fetch: Callable[[str | None], Awaitable
         if not cursor or len(items) >= MAX_ITEMS:
             break
     if len(items) > MAX_ITEMS or cursor:
-        log.warning("MCP server %r lists more than %d %s; keeping the first %d", server, MAX_ITEMS, what, MAX_ITEMS)
+        log.warning(
+            "MCP server %r lists more than %d %s; keeping the first %d",
+            server,
+            MAX_ITEMS,
+            what,
+            MAX_ITEMS,
+        )
     return items[:MAX_ITEMS]
 
 
@@ -69,7 +85,9 @@ async def _tools(session: ClientSession, server: str) -> tuple[MCPTool, ...]:
 
 def _tool(server: str, tool: types.Tool, taken: set[str]) -> MCPTool:
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    )
     return MCPTool(
         name=tool_name(server, tool.name, taken),
         server=server,
@@ -87,7 +105,13 @@ async def _resources(session: ClientSession, server: str) -> tuple[MCPResource, 
         server, "resources", lambda c: session.list_resources(params=_params(c)), "resources"
     )
     return tuple(
-        MCPResource(uri=str(r.uri), server=server, name=r.name, description=r.description or "", mime_type=r.mime_type)
+        MCPResource(
+            uri=str(r.uri),
+            server=server,
+            name=r.name,
+            description=r.description or "",
+            mime_type=r.mime_type,
+        )
         for r in raw
     )
 
@@ -125,7 +149,9 @@ async def _optional_half(
 
 
 async def _prompts(session: ClientSession, server: str) -> tuple[MCPPrompt, ...]:
-    raw = await _pages(server, "prompts", lambda c: session.list_prompts(params=_params(c)), "prompts")
+    raw = await _pages(
+        server, "prompts", lambda c: session.list_prompts(params=_params(c)), "prompts"
+    )
     return tuple(
         MCPPrompt(
             name=f"mcp__{server}__{p.name}",
@@ -133,7 +159,9 @@ async def _prompts(session: ClientSession, server: str) -> tuple[MCPPrompt, ...]
             prompt=p.name,
             description=p.description or p.title or "",
             arguments=[
-                MCPPromptArgument(name=a.name, description=a.description or "", required=bool(a.required))
+                MCPPromptArgument(
+                    name=a.name, description=a.description or "", required=bool(a.required)
+                )
                 for a in p.arguments or ()
             ],
         )

@@ -72,8 +72,12 @@ class MCPManager:
         backoff_base: float = 1.0,
         backoff_cap: float = 60.0,
     ) -> None:
-        timings = Timings(health_interval, connect_timeout, ping_timeout, debounce, backoff_base, backoff_cap)
-        self._pool = ServerPool(specs, timings, on_catalog=self._publish, on_status=self._emit_status)
+        timings = Timings(
+            health_interval, connect_timeout, ping_timeout, debounce, backoff_base, backoff_cap
+        )
+        self._pool = ServerPool(
+            specs, timings, on_catalog=self._publish, on_status=self._emit_status
+        )
         self._servers = self._pool.servers
         self._issues = list(issues)
         self._call_timeout = call_timeout
@@ -94,7 +98,9 @@ class MCPManager:
 
     async def wait_ready(self, timeout: float) -> None:
         """Wait until every enabled server has connected or failed at least once."""
-        await asyncio.wait_for(asyncio.gather(*(s.settled.wait() for s in self._servers.values())), timeout)
+        await asyncio.wait_for(
+            asyncio.gather(*(s.settled.wait() for s in self._servers.values())), timeout
+        )
 
     async def close(self) -> None:
         """Stop every loop, close every session and terminate stdio servers."""
@@ -121,7 +127,10 @@ class MCPManager:
 
     def status(self) -> list[ServerStatus]:
         """Configuration problems first (``name == ""`` for a whole file), then each server."""
-        issues = [ServerStatus(name=i.name, status="disabled", origin=i.origin, error=i.message) for i in self._issues]
+        issues = [
+            ServerStatus(name=i.name, status="disabled", origin=i.origin, error=i.message)
+            for i in self._issues
+        ]
         return issues + [_status_of(srv) for srv in self._servers.values()]
 
     def add_listener(self, cb: Callable[[], None]) -> Callable[[], None]:
@@ -144,7 +153,9 @@ class MCPManager:
 
     # -- calls ---------------------------------------------------------------------
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None) -> MCPCallResult:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> MCPCallResult:
         """Call a tool by its model-facing name; server trouble is an error result."""
         tool = self._index.tool_by_name.get(name)
         if tool is None:
@@ -174,15 +185,22 @@ class MCPManager:
         srv = self._servers.get(prompt.server) if prompt else None
         if prompt is None or srv is None or srv.conn is None:
             return self._unavailable("prompt", name, prompt.server if prompt else None)
-        args = {str(k): v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in arguments.items()}
-        return await srv.conn.get_prompt(prompt.prompt, args, srv.spec.timeout or self._call_timeout)
+        args = {
+            str(k): v if isinstance(v, str) else msgspec.json.encode(v).decode()
+            for k, v in arguments.items()
+        }
+        return await srv.conn.get_prompt(
+            prompt.prompt, args, srv.spec.timeout or self._call_timeout
+        )
 
     def _unavailable(self, what: str, name: str, server: str | None) -> MCPCallResult:
         srv = self._servers.get(server) if server else None
         if srv is None:
             return MCPCallResult(content=f"Unknown MCP {what}: {name}", is_error=True)
         detail = f" ({srv.error})" if srv.error else ""
-        text = f"MCP server {srv.spec.name!r} is not connected{detail}; {what} {name} is unavailable for now."
+        text = (
+            f"MCP server {srv.spec.name!r} is not connected{detail}; {what} {name} is unavailable."
+        )
         return MCPCallResult(content=text, is_error=True)
 
     async def refresh(self, name: str | None = None) -> list[CatalogChange]:
@@ -238,5 +256,5 @@ def _status_of(srv: Server) -> ServerStatus:
 def _safe_call(cb: Callable[..., None], *args: Any) -> None:
     try:
         cb(*args)
-    except Exception:  # noqa: BLE001 - a listener's bug must not break the manager
+    except Exception:  # a listener's bug must not break the manager
         log.exception("MCP listener %r raised", cb)

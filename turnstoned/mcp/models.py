@@ -37,7 +37,11 @@ class MCPTool(msgspec.Struct, kw_only=True, frozen=True):
 
     def openai_schema(self) -> dict[str, Any]:
         """``{"type": "function", "function": {name, description, parameters}}``."""
-        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        function = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        }
         return {"type": "function", "function": function}
 
 

@@ -10,7 +10,9 @@ base * 2**attempt))``, forever; background retries after the first failure
 keep the state ``failed`` (no "connecting" flapping). Refreshes triggered by
 ``list_changed`` wait ``debounce`` seconds, coalesce, and run outside the
 session's receive loop; a notification during a refresh queues exactly one
-more round; a failed refresh is retried on the next health tick.
+more round; a failed refresh is retried on the next health tick. An idle
+server that misses ``MAX_MISSED_PINGS`` pings in a row (alive but wedged) is
+abandoned, its process stopped, and reconnected like a dead one.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnstoned.mcp.config import ServerSpec
-from turnstoned.mcp.models import CatalogChange, ConnectError, ServerCatalog, ServerState, ServerStatus, diff
+from turnstoned.mcp.models import (
+    CatalogChange,
+    ConnectError,
+    ServerCatalog,
+    ServerState,
+    ServerStatus,
+    diff,
+)
 
 if TYPE_CHECKING:
     from turnstoned.mcp.connection import Connection
@@ -33,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ALL_KINDS = frozenset({"tools", "resources", "prompts"})
+MAX_MISSED_PINGS = 3  # consecutive ping timeouts of an idle server before it is restarted
 
 
 @dataclass(frozen=True)
@@ -59,11 +69,14 @@ class Server:
     catalog: ServerCatalog = field(default_factory=ServerCatalog)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     attempt: int = 0
+    missed_pings: int = 0
     inflight: int = 0
     pending: set[str] = field(default_factory=set)
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     last_status: ServerStatus | None = None
-    tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)  # "reconnect", "refresh", "ping"
+    tasks: dict[str, asyncio.Task[Any]] = field(
+        default_factory=dict
+    )  # "reconnect", "refresh", "ping"
 
     def idle(self, kind: str) -> bool:
         task = self.tasks.get(kind)
@@ -81,7 +94,9 @@ class ServerPool:
         on_catalog: Callable[[], None],
         on_status: Callable[[Server], None],
     ) -> None:
-        self.servers = {s.name: Server(spec=s, state="connecting" if s.enabled else "disabled") for s in specs}
+        self.servers = {
+            s.name: Server(spec=s, state="connecting" if s.enabled else "disabled") for s in specs
+        }
         self.env: dict[str, str] = {}
         self._t = timings
         self._on_catalog = on_catalog
@@ -105,7 +120,9 @@ class ServerPool:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        conns = [c for srv in self.servers.values() for c in (srv.conn, srv.connecting) if c is not None]
+        conns = [
+            c for srv in self.servers.values() for c in (srv.conn, srv.connecting) if c is not None
+        ]
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
         for srv in self.servers.values():
             srv.conn = srv.connecting = None
@@ -115,7 +132,9 @@ class ServerPool:
     async def refresh(self, srv: Server) -> CatalogChange:
         """Full rediscovery of a connected server, or a reconnect of a dead one."""
         if not srv.spec.enabled:
-            return CatalogChange(server=srv.spec.name, status="disabled", error="disabled in the configuration")
+            return CatalogChange(
+                server=srv.spec.name, status="disabled", error="disabled in the configuration"
+            )
         before = srv.catalog
         if srv.conn is not None:
             async with srv.lock:
@@ -167,7 +186,9 @@ class ServerPool:
                     await self._rediscover(srv, kinds)
                 except ConnectError as exc:
                     srv.pending |= kinds  # retried on the next health tick
-                    log.warning("MCP server %r: refresh of %s failed: %s", srv.spec.name, sorted(kinds), exc)
+                    log.warning(
+                        "MCP server %r: refresh of %s failed: %s", srv.spec.name, sorted(kinds), exc
+                    )
                     return
 
     # -- connect, lose, reconnect ----------------------------------------------------
@@ -183,14 +204,16 @@ class ServerPool:
             delay = self._delay(srv.attempt)
 
     def _delay(self, attempt: int) -> float:
-        return random.uniform(0.0, min(self._t.backoff_cap, self._t.backoff_base * 2 ** min(attempt, 30)))
+        return random.uniform(
+            0.0, min(self._t.backoff_cap, self._t.backoff_base * 2 ** min(attempt, 30))
+        )
 
     async def _connect(self, srv: Server, *, announce: bool = False) -> bool:
         """One connect and full discovery; True when connected (or shutting down)."""
         from turnstoned.mcp.connection import Connection
 
         async with srv.lock:
-            if self.closed:
+            if self.closed or srv.conn is not None:  # shutting down, or another caller won
                 return True
             if srv.attempt == 0 or announce:
                 self._set_state(srv, "connecting", srv.error)
@@ -209,13 +232,19 @@ class ServerPool:
                 await conn.close()
                 self._failed(srv, str(exc))
                 return False
+            except Exception as exc:  # a bug here must not kill the reconnect loop
+                log.exception("MCP server %r: unexpected error while connecting", srv.spec.name)
+                await conn.close()
+                self._failed(srv, f"internal error: {exc!r}")
+                return False
             except asyncio.CancelledError:
                 await conn.close()
                 raise
             finally:
                 srv.connecting = None
                 srv.settled.set()
-            srv.conn, srv.attempt, srv.catalog = conn, 0, ServerCatalog(**found)
+            srv.conn, srv.attempt, srv.missed_pings = conn, 0, 0
+            srv.catalog = ServerCatalog(**found)
             srv.state, srv.error = "connected", None
             self._on_catalog()
             self._on_status(srv)
@@ -224,7 +253,12 @@ class ServerPool:
 
     def _failed(self, srv: Server, error: str) -> None:
         repeated = srv.attempt > 0 and srv.error == error
-        log.log(logging.DEBUG if repeated else logging.WARNING, "MCP server %r failed: %s", srv.spec.name, error)
+        log.log(
+            logging.DEBUG if repeated else logging.WARNING,
+            "MCP server %r failed: %s",
+            srv.spec.name,
+            error,
+        )
         self._set_state(srv, "failed", error)
 
     def _on_lost(self, srv: Server, conn: Connection, reason: str) -> None:
@@ -257,8 +291,11 @@ class ServerPool:
             srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
 
     async def _ping(self, srv: Server, conn: Connection) -> None:
-        if await conn.ping(self._t.ping_timeout) == "lost":
-            self._on_lost(srv, conn, "no answer to ping")
+        """A closed connection reports itself; a wedged one is abandoned after a few timeouts."""
+        outcome = await conn.ping(self._t.ping_timeout)
+        srv.missed_pings = srv.missed_pings + 1 if outcome == "timeout" else 0
+        if srv.missed_pings >= MAX_MISSED_PINGS and srv.conn is conn:
+            conn.abandon(f"no answer to {srv.missed_pings} pings in a row")
 
     async def _cancel(self, srv: Server, kind: str) -> None:
         task = srv.tasks.pop(kind, None)

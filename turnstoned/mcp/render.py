@@ -30,7 +30,9 @@ def tool_result(result: Any) -> MCPCallResult:
         structured = getattr(result, "structured_content", None)
         if structured is not None:
             parts.append(_text(json.dumps(structured, ensure_ascii=False)))
-    return MCPCallResult(content=_collapse(parts, NO_OUTPUT), is_error=bool(getattr(result, "is_error", False)))
+    return MCPCallResult(
+        content=_collapse(parts, NO_OUTPUT), is_error=bool(getattr(result, "is_error", False))
+    )
 
 
 def resource_result(result: Any) -> MCPCallResult:

@@ -20,15 +20,18 @@ Scoring
     ``w(t, d) = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``.
     A document's score is the sum over query tokens; a token repeated in the
     query counts once per occurrence (its weight is multiplied by its query
-    count), as in the classic formula and in the original system. Only
-    documents with a positive score are returned, best first, ties broken by the
-    lower document index.
+    count), as in the classic formula, rank-bm25 and the original system.
+    Weights are rounded to multiples of 2**-32 and summed as integers, so a
+    score does not depend on the order its terms were added in. Only documents
+    with a positive score are returned, best first, ties broken by the lower
+    document index.
 
 Cost
     Building tokenizes and records postings only; the weights of a term are
     computed the first time a query uses it and then cached, so rebuilding the
     index on every catalog change stays cheap and a query touches only the
-    postings of its own terms.
+    postings of its own terms. Top-k queries skip most of the work for common
+    terms (``mcp``, a server name, "the") with MaxScore pruning, which is exact.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ __all__ = ["BM25Index", "tokenize"]
 
 # A run of letters/digits, optionally joined to more runs by identifier connectors.
 _CHUNK_RE = re.compile(r"[^\W_]+(?:[_\-./:]+[^\W_]+)*")
+# The same for ASCII text, which matches markedly faster than the Unicode classes.
+_ASCII_CHUNK_RE = re.compile(r"[A-Za-z0-9]+(?:[_\-./:]+[A-Za-z0-9]+)*")
 # Separators between namespace segments (``mcp__srv__tool``, ``pkg.mod``, ``a/b``).
 _SEGMENT_SEP_RE = re.compile(r"_{2,}|[./:]")
 # Separators between words inside a segment (snake_case, kebab-case).
@@ -52,26 +57,30 @@ _WORD_SEP_RE = re.compile(r"[_\-]+")
 
 _DIGIT, _UPPER, _OTHER = 0, 1, 2
 
-# Relative margin that keeps MaxScore pruning safe from float rounding.
-_SLACK = 1e-9
+# Term weights are fixed-point integers (units of 2**-32): integer sums do not
+# depend on the order of addition, so every evaluation path gives a document
+# the same score and pruning bounds are exact.
+_ONE = 1 << 32
 
-# (term, count in the query, idf * (k1 + 1))
+# (term, count in the query, idf * (k1 + 1) in fixed-point units)
 _QueryTerm = tuple[str, int, float]
 
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into BM25 tokens (see the module docstring for the rules)."""
-    if not text.isascii():
+    if text.isascii():
+        chunks = _ASCII_CHUNK_RE.findall(text)
+    else:
         # Decomposed accents would otherwise break words at the combining mark.
-        text = unicodedata.normalize("NFC", text)
+        chunks = _CHUNK_RE.findall(unicodedata.normalize("NFC", text))
     tokens: list[str] = []
     extend = tokens.extend
-    for chunk in _CHUNK_RE.findall(text):
+    for chunk in chunks:
         extend(_chunk_tokens(chunk))
     return tokens
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def _chunk_tokens(chunk: str) -> tuple[str, ...]:
     """Tokens of one chunk: its parts, then the joined forms of split segments and the whole."""
     parts: list[str] = []
@@ -104,6 +113,7 @@ def _word_parts(word: str) -> list[str]:
 
 
 def _char_class(char: str) -> int:
+    """Digit, uppercase letter, or anything else (lowercase and caseless letters)."""
     if char.isdigit():
         return _DIGIT
     return _UPPER if char.isupper() else _OTHER
@@ -123,7 +133,7 @@ def _split_mixed(word: str) -> list[str]:
             if i - 1 > start:
                 parts.append(word[start : i - 1])
                 start = i - 1
-        elif prev == _DIGIT or cur == _DIGIT or cur == _UPPER:
+        elif prev == _DIGIT or cur in (_DIGIT, _UPPER):
             parts.append(word[start:i])
             start = i
         prev = cur
@@ -139,7 +149,7 @@ class BM25Index:
     depend on the query, so results never depend on which queries ran before.
     """
 
-    __slots__ = ("_k1", "_b", "_n", "_counts", "_norms", "_postings", "_weights")
+    __slots__ = ("_b", "_counts", "_k1", "_n", "_norms", "_postings", "_weights")
 
     def __init__(self, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
         """Index ``documents``; results refer to documents by their position in it."""
@@ -215,7 +225,7 @@ class BM25Index:
                 else:
                     docs.append(doc_id)
         self._postings = postings
-        self._weights: dict[str, tuple[dict[int, float], float]] = {}
+        self._weights: dict[str, tuple[dict[int, int], int]] = {}
 
     def _norm(self, length: int, avgdl: float) -> float:
         """The length-normalised ``k1`` of the BM25 denominator for one document."""
@@ -227,11 +237,7 @@ class BM25Index:
         return self._n
 
     def _plan(self, query: str) -> list[_QueryTerm]:
-        """The query's indexed terms, highest ``idf * count`` first (ties by term).
-
-        Every path sums a document's term weights in this order, so a score is
-        the same float whichever path computed it.
-        """
+        """The query's indexed terms, highest ``idf * count`` first (ties by term)."""
         plan: list[_QueryTerm] = []
         if not self._n:
             return plan
@@ -240,36 +246,38 @@ class BM25Index:
             if docs:
                 df = len(docs)
                 idf = math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
-                plan.append((term, count, idf * (self._k1 + 1.0)))
+                plan.append((term, count, idf * (self._k1 + 1.0) * _ONE))
         plan.sort(key=lambda item: (-item[2] * item[1], item[0]))
         return plan
 
-    def _term_weights(self, term: str, scale: float) -> tuple[dict[int, float], float]:
+    def _term_weights(self, term: str, scale: float) -> tuple[dict[int, int], int]:
         """``({doc: w(term, doc)}, max weight)`` for the documents containing ``term`` (cached)."""
         cached = self._weights.get(term)
         if cached is not None:
             return cached
         counts, norms = self._counts, self._norms
-        weights: dict[int, float] = {}
+        weights: dict[int, int] = {}
         for doc in self._postings[term]:
             tf = counts[doc][term]
-            weights[doc] = scale * tf / (tf + norms[doc])
+            weights[doc] = round(scale * tf / (tf + norms[doc])) or 1
         entry = (weights, max(weights.values()))
         self._weights[term] = entry
         return entry
 
-    def _query_weights(self, term: str, count: int, scale: float) -> dict[int, float]:
+    def _query_weights(self, term: str, count: int, scale: float) -> dict[int, int]:
         """``{doc: w(term, doc) * count}`` for the documents containing ``term``."""
         weights = self._term_weights(term, scale)[0]
         return weights if count == 1 else {doc: w * count for doc, w in weights.items()}
 
-    def _bound(self, term: str, count: int, scale: float) -> float:
+    def _bound(self, term: str, count: int, scale: float) -> int:
         """An upper bound of ``term``'s contribution to any document's score."""
         cached = self._weights.get(term)
-        # Without cached weights: tf / (tf + norm) <= 1, so idf * (k1 + 1) bounds a weight.
-        return (cached[1] if cached is not None else scale) * count
+        if cached is not None:
+            return cached[1] * count
+        # tf / (tf + norm) <= 1, so idf * (k1 + 1) bounds a weight (+1 covers rounding).
+        return (int(scale) + 1) * count
 
-    def _add_computed(self, scores: dict[int, float], term: str, count: int, scale: float) -> None:
+    def _add_computed(self, scores: dict[int, int], term: str, count: int, scale: float) -> None:
         """Add ``term``'s weights to the documents in ``scores``, computing them one by one.
 
         Used for a common term that has to be checked against a few candidates
@@ -279,46 +287,45 @@ class BM25Index:
         for doc in scores:
             tf = counts[doc].get(term)
             if tf:
-                weight = scale * tf / (tf + norms[doc])
-                scores[doc] += weight if count == 1 else weight * count
+                scores[doc] += (round(scale * tf / (tf + norms[doc])) or 1) * count
 
-    def _accumulate(self, plan: list[_QueryTerm]) -> dict[int, float]:
-        """Full scores of every document that matches at least one planned term."""
-        scores: dict[int, float] = {}
+    def _accumulate(self, plan: list[_QueryTerm]) -> dict[int, int]:
+        """Scores of every document that matches at least one planned term."""
+        scores: dict[int, int] = {}
         for term, count, scale in plan:
-            _merge(scores, self._query_weights(term, count, scale))
+            scores = _merge(scores, self._query_weights(term, count, scale))
         return scores
 
-    def _accumulate_top(self, plan: list[_QueryTerm], k: int) -> dict[int, float]:
-        """Full scores of a candidate set that contains the top ``k`` documents (MaxScore).
+    def _accumulate_top(self, plan: list[_QueryTerm], k: int) -> dict[int, int]:
+        """Scores of a candidate set that contains the top ``k`` documents (MaxScore).
 
         Terms are added rarest first. Once the k-th best partial score beats the
         sum of the remaining terms' bounds, a document not yet seen cannot reach
         the top k: the remaining (common) terms are then added to the candidates
         only, and candidates that can no longer reach the k-th score are dropped.
         """
-        remaining = [0.0] * (len(plan) + 1)
+        remaining = [0] * (len(plan) + 1)
         postings_left = [0] * (len(plan) + 1)
         for i in range(len(plan) - 1, -1, -1):
             remaining[i] = remaining[i + 1] + self._bound(*plan[i])
             postings_left[i] = postings_left[i + 1] + len(self._postings[plan[i][0]])
-        scores: dict[int, float] = {}
+        scores: dict[int, int] = {}
         pruning = False
         for i, (term, count, scale) in enumerate(plan):
             # A check costs about len(scores): make it only when more work than that is
             # left, and when it can succeed (no partial score exceeds the added bounds).
             if (
                 len(scores) >= k
-                and postings_left[i] > 2 * len(scores)
+                and postings_left[i] > 4 * len(scores)
                 and remaining[0] - remaining[i] > remaining[i]
             ):
-                floor = _floor(heapq.nlargest(k, scores.values())[-1], remaining[i])
-                if floor > 0.0:
+                floor = heapq.nlargest(k, scores.values())[-1] - remaining[i]
+                if floor > 0:
                     pruning = True
                     scores = {doc: score for doc, score in scores.items() if score >= floor}
             if not pruning:
-                _merge(scores, self._query_weights(term, count, scale))
-            elif False:
+                scores = _merge(scores, self._query_weights(term, count, scale))
+            elif term in self._weights or len(self._postings[term]) <= 8 * len(scores):
                 _merge_into(scores, self._query_weights(term, count, scale))
             else:
                 self._add_computed(scores, term, count, scale)
@@ -328,7 +335,7 @@ class BM25Index:
         """The BM25 score of every document for ``query`` (0.0 where nothing matches)."""
         dense = [0.0] * self._n
         for doc, score in self._accumulate(self._plan(query)).items():
-            dense[doc] = score
+            dense[doc] = score / _ONE
         return dense
 
     def top(self, query: str, k: int = 5) -> list[tuple[int, float]]:
@@ -342,37 +349,35 @@ class BM25Index:
         if len(scores) <= k:
             chosen: Iterable[int] = scores
         else:
-            # Values-only selection runs in C; ties at the cut are resolved below.
+            # Values-only selection is the cheap part; ties at the cut are resolved below.
             threshold = heapq.nlargest(k, scores.values())[-1]
             chosen = [doc for doc, score in scores.items() if score >= threshold]
         ranked = sorted(chosen, key=lambda doc: (-scores[doc], doc))[:k]
-        return [(doc, scores[doc]) for doc in ranked]
+        return [(doc, scores[doc] / _ONE) for doc in ranked]
 
     def search(self, query: str, k: int = 5) -> list[int]:
         """Indices of the up to ``k`` best-matching documents, best first."""
         return [doc for doc, _ in self.top(query, k)]
 
 
-def _floor(threshold: float, remaining: float) -> float:
-    """The partial score below which a document cannot reach ``threshold`` any more.
+def _merge(scores: dict[int, int], weights: dict[int, int]) -> dict[int, int]:
+    """The sum of two sparse score maps; may reuse ``scores`` but never changes ``weights``.
 
-    Positive only when pruning is possible; the slack keeps float rounding from
-    dropping a document that could tie the k-th score.
+    Copies the larger map (fast, in C) and walks the smaller one.
     """
-    return threshold * (1.0 - _SLACK) - remaining * (1.0 + _SLACK)
-
-
-def _merge(scores: dict[int, float], weights: dict[int, float]) -> None:
-    """``scores[doc] += weights[doc]`` for every doc in ``weights``, adding missing docs."""
-    if not scores:
-        scores.update(weights)
-        return
+    if len(weights) > len(scores):
+        merged = dict(weights)
+        get = merged.get
+        for doc, score in scores.items():
+            merged[doc] = get(doc, 0) + score
+        return merged
     get = scores.get
     for doc, weight in weights.items():
-        scores[doc] = get(doc, 0.0) + weight
+        scores[doc] = get(doc, 0) + weight
+    return scores
 
 
-def _merge_into(scores: dict[int, float], weights: dict[int, float]) -> None:
+def _merge_into(scores: dict[int, int], weights: dict[int, int]) -> None:
     """``scores[doc] += weights[doc]`` for the docs already in ``scores`` only."""
     if len(weights) < len(scores):
         for doc, weight in weights.items():

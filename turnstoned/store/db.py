@@ -2,7 +2,9 @@
 
 Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
 loses nothing the fold had committed. Message bodies are stored as JSON
-produced by the caller; the store does not interpret them beyond the role.
+produced by the caller; the store reads them only for the role and for the
+text it indexes for ``recall`` (full-text search, in the same transaction).
+Memories (``memory``) live in the same file.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from turnstoned.store import memory as _memory
+from turnstoned.store import recall as _recall
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +95,9 @@ class Store:
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        _memory.install(self._db)
+        # False when SQLite lacks FTS5: messages are then stored without an index.
+        self.fts_enabled = _recall.install(self._db)
 
     def close(self) -> None:
         with self._lock:
@@ -104,6 +113,23 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one write transaction (committed unless the block raises)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one read-only statement."""
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
 
     def create_session(self, row: SessionRow) -> None:
         self._write([(
@@ -140,11 +166,14 @@ class Store:
         if not messages:
             return
         now = time.time()
-        statements: list[tuple[str, Sequence[Any]]] = [
-            ("INSERT INTO messages (session_id, turn_id, role, body, created_at) VALUES (?,?,?,?,?)",
-             (session_id, turn_id, role, body, now))
-            for role, turn_id, body in messages
-        ]
+        statements: list[tuple[str, Sequence[Any]]] = []
+        for role, turn_id, body in messages:
+            statements.append((
+                "INSERT INTO messages (session_id, turn_id, role, body, created_at) "
+                "VALUES (?,?,?,?,?)", (session_id, turn_id, role, body, now)))
+            entry = _recall.index_entry(body) if self.fts_enabled else None
+            if entry is not None:  # same transaction: the index never lags the messages
+                statements.append((_recall.INSERT_SQL, entry))
         statements.append(("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)))
         self._write(statements)
 

@@ -31,7 +31,7 @@ class Edit:
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """Where an edit lands: ``text[start:end]`` becomes ``new``."""
+    """Where an edit lands: ``text[start:end]`` becomes ``new``; ``line`` is where it starts."""
 
     start: int
     end: int
@@ -164,40 +164,67 @@ def check_overlap(spans: Sequence[Span]) -> None:
 def edit_diff(
     old_text: str, new_text: str, spans: Sequence[Span], *, name: str, context: int = 3
 ) -> Iterator[str]:
-    """A unified diff of the change, computed only around the edited lines.
+    """A unified diff of the change, computed only around the edited lines (lazily).
 
     ``spans`` are sorted and disjoint; ``new_text`` is ``old_text`` with them applied.
     """
-    a, b = split_keepends(old_text), split_keepends(new_text)
     yield f"--- {name}\n"
     yield f"+++ {name}\n"
-    for window in _windows(old_text, spans, (len(a), len(b)), context):
-        yield from hunks(a, b, window, context)
+    for (a_lo, a_hi, a_line), (b_lo, b_hi, b_line) in _windows(old_text, spans, context):
+        old = split_keepends(old_text[a_lo:a_hi])
+        new = split_keepends(new_text[b_lo:b_hi])
+        yield from hunks(old, new, (a_line, b_line), context)
 
 
-def _windows(
-    text: str, spans: Sequence[Span], sizes: tuple[int, int], context: int
-) -> list[tuple[int, int, int, int]]:
-    """Line windows (old lo/hi, new lo/hi) that together hold every change.
+Window = tuple[int, int, int]  # start offset, end offset, 0-based number of the first line
 
-    Lines between windows are unchanged, so the new side is the old side
-    shifted by the newlines the earlier spans added or removed.
+
+def _windows(text: str, spans: Sequence[Span], context: int) -> Iterator[tuple[Window, Window]]:
+    """Matching old/new windows that together hold every change, each with context lines.
+
+    Text between windows is unchanged, so a new-side window is the old one
+    shifted by what the earlier spans added or removed (in chars and in lines).
     """
-    len_a, len_b = sizes
-    merged: list[list[int]] = []  # [a_lo, a_hi, shift_before, shift_after]
-    line = pos = shift = 0
+    current: list[int] | None = None  # [lo, hi, first line, char shift, line shift]
+    chars = lines = 0
     for span in spans:
-        line += text.count("\n", pos, span.start)
-        removed = text.count("\n", span.start, span.end)
-        lo, hi = max(0, line - context), min(len_a, line + removed + context + 1)
-        after = shift + span.new.count("\n") - removed
-        if merged and lo <= merged[-1][1]:
-            merged[-1][1], merged[-1][3] = hi, after
+        line = span.line - 1
+        lo, back = _lines_back(text, span.start, context)
+        hi = _lines_forward(text, span.end, context)
+        if current is not None and lo <= current[1]:
+            current[1] = hi
         else:
-            merged.append([lo, hi, shift, after])
-        line, pos, shift = line + removed, span.end, after
-    windows = []
-    for a_lo, a_hi, before, after in merged:
-        b_hi = len_b if a_hi >= len_a else min(len_b, a_hi + after)
-        windows.append((a_lo, a_hi, min(len_b, a_lo + before), b_hi))
-    return windows
+            if current is not None:
+                yield _pair(current, chars, lines)
+            current = [lo, hi, line - back, chars, lines]
+        removed = text.count("\n", span.start, span.end)
+        chars += len(span.new) - (span.end - span.start)
+        lines += span.new.count("\n") - removed
+    if current is not None:
+        yield _pair(current, chars, lines)
+
+
+def _pair(window: list[int], chars_after: int, lines_after: int) -> tuple[Window, Window]:
+    lo, hi, first, chars_before, lines_before = window
+    return (lo, hi, first), (lo + chars_before, hi + chars_after, first + lines_before)
+
+
+def _lines_back(text: str, pos: int, count: int) -> tuple[int, int]:
+    """Offset of the line ``count`` lines above the one holding ``pos``, and how many it went."""
+    start = text.rfind("\n", 0, pos) + 1
+    went = 0
+    while went < count and start > 0:
+        start = text.rfind("\n", 0, start - 1) + 1
+        went += 1
+    return start, went
+
+
+def _lines_forward(text: str, pos: int, count: int) -> int:
+    """Offset just past the line holding ``pos`` and ``count`` more lines."""
+    end = pos
+    for _ in range(count + 1):
+        if end >= len(text):
+            return len(text)
+        newline = text.find("\n", end)
+        end = len(text) if newline < 0 else newline + 1
+    return end

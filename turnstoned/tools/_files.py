@@ -1,4 +1,4 @@
-"""Shared plumbing for the file tools: paths, decoding, atomic writes, diffs, clipping.
+"""Shared plumbing for the file tools: paths, decoding, atomic writes, unified diffs.
 
 Line endings: the model only ever sees ``\\n``. A file is decoded once into a
 :class:`TextDoc` that keeps the raw text (with its CRLFs) next to an
@@ -15,7 +15,6 @@ import os
 import secrets
 import stat
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,12 +131,18 @@ def split_keepends(text: str) -> list[str]:
 
 @dataclass(slots=True)
 class TextDoc:
-    """A file decoded for editing: raw text, its LF view, and how to write it back."""
+    """A file decoded for editing: raw text, its LF view, and how to write it back.
+
+    ``style`` is "lf" (no CRLF), "crlf" (every newline is CRLF) or "mixed"; only a
+    mixed file needs the per-newline map ``crlf_at`` (indices in ``text`` of the
+    newlines that are CRLF on disk).
+    """
 
     raw: str
     text: str
     bom: bool
-    crlf_at: list[int]  # indices in ``text`` of the "\n"s that are CRLF on disk
+    style: str
+    crlf_at: list[int]
 
     @classmethod
     def decode(cls, data: bytes, display: str) -> TextDoc:
@@ -159,51 +164,58 @@ class TextDoc:
 
     @classmethod
     def from_raw(cls, raw: str, *, bom: bool = False) -> TextDoc:
-        if "\r\n" not in raw:
-            return cls(raw=raw, text=raw, bom=bom, crlf_at=[])
+        crlf = raw.count("\r\n")
+        if not crlf:
+            return cls(raw=raw, text=raw, bom=bom, style="lf", crlf_at=[])
+        text = raw.replace("\r\n", "\n")
+        if crlf == raw.count("\n"):
+            return cls(raw=raw, text=text, bom=bom, style="crlf", crlf_at=[])
         crlf_at: list[int] = []
         pos = raw.find("\r\n")
         while pos != -1:
             crlf_at.append(pos - len(crlf_at))
             pos = raw.find("\r\n", pos + 2)
-        return cls(raw=raw, text=raw.replace("\r\n", "\n"), bom=bom, crlf_at=crlf_at)
-
-    def raw_index(self, i: int) -> int:
-        """Index in ``raw`` of the character at index ``i`` of ``text``."""
-        return i + bisect_left(self.crlf_at, i) if self.crlf_at else i
-
-    def usual_ending(self) -> str:
-        """The line ending most lines of the file use (LF on a tie)."""
-        if not self.crlf_at:
-            return "\n"
-        bare_lf = self.text.count("\n") - len(self.crlf_at)
-        return "\r\n" if len(self.crlf_at) > bare_lf else "\n"
-
-    @staticmethod
-    def _ending_for(segment: str, usual: str) -> str:
-        crlf = segment.count("\r\n")
-        lf = segment.count("\n") - crlf
-        if crlf != lf:
-            return "\r\n" if crlf > lf else "\n"
-        return usual
+        return cls(raw=raw, text=text, bom=bom, style="mixed", crlf_at=crlf_at)
 
     def apply(self, spans: Sequence[tuple[int, int, str]]) -> tuple[str, str]:
         """Replace sorted, disjoint ``(start, end, new)`` spans of ``text``.
 
-        Returns the new LF text and the new raw text. Each replacement takes the
-        line ending of the region it replaces (or the file's usual one).
+        Returns the new LF text and the new raw text. In a mixed file each
+        replacement takes the line ending of the region it replaces (or the
+        file's usual one); elsewhere the file's one ending is used throughout.
         """
+        if self.style == "mixed":
+            return self._apply_mixed(spans)
+        parts: list[str] = []
+        prev = 0
+        for start, end, new in spans:
+            parts += (self.text[prev:start], new.replace("\r\n", "\n"))
+            prev = end
+        parts.append(self.text[prev:])
+        text = "".join(parts)
+        return text, (text.replace("\n", "\r\n") if self.style == "crlf" else text)
+
+    def _raw_index(self, i: int) -> int:
+        return i + bisect_left(self.crlf_at, i)
+
+    def _usual_ending(self) -> str:
+        bare_lf = self.text.count("\n") - len(self.crlf_at)
+        return "\r\n" if len(self.crlf_at) > bare_lf else "\n"
+
+    def _apply_mixed(self, spans: Sequence[tuple[int, int, str]]) -> tuple[str, str]:
         text_parts: list[str] = []
         raw_parts: list[str] = []
         t_prev = r_prev = 0
-        usual = self.usual_ending()
+        usual = self._usual_ending()
         for start, end, new in spans:
             new = new.replace("\r\n", "\n")
-            r_start, r_end = self.raw_index(start), self.raw_index(end)
+            r_start, r_end = self._raw_index(start), self._raw_index(end)
+            segment = self.raw[r_start:r_end]
+            crlf = segment.count("\r\n")
+            lf = segment.count("\n") - crlf
+            ending = usual if crlf == lf else ("\r\n" if crlf > lf else "\n")
             text_parts += (self.text[t_prev:start], new)
-            ending = self._ending_for(self.raw[r_start:r_end], usual) if "\n" in new else "\n"
-            raw_new = new.replace("\n", "\r\n") if ending == "\r\n" else new
-            raw_parts += (self.raw[r_prev:r_start], raw_new)
+            raw_parts += (self.raw[r_prev:r_start], new.replace("\n", ending))
             t_prev, r_prev = end, r_end
         text_parts.append(self.text[t_prev:])
         raw_parts.append(self.raw[r_prev:])
@@ -299,24 +311,27 @@ def _emit(prefix: str, line: str) -> str:
 
 
 def hunks(
-    a: Sequence[str], b: Sequence[str], window: tuple[int, int, int, int], context: int
+    a: Sequence[str], b: Sequence[str], bases: tuple[int, int], context: int
 ) -> Iterator[str]:
-    """Unified-diff hunks for ``a[a_lo:a_hi]`` vs ``b[b_lo:b_hi]`` (lines outside are equal)."""
-    a_lo, a_hi, b_lo, b_hi = window
-    matcher = difflib.SequenceMatcher(None, a[a_lo:a_hi], b[b_lo:b_hi])
+    """Unified-diff hunks for two windows of lines whose first lines are ``bases`` (0-based).
+
+    Everything outside the windows must be equal on both sides.
+    """
+    a_base, b_base = bases
+    matcher = difflib.SequenceMatcher(None, a, b)
     for group in matcher.get_grouped_opcodes(context):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        yield f"@@ -{_range(a_lo + i1, i2 - i1)} +{_range(b_lo + j1, j2 - j1)} @@\n"
+        yield f"@@ -{_range(a_base + i1, i2 - i1)} +{_range(b_base + j1, j2 - j1)} @@\n"
         for tag, x1, x2, y1, y2 in group:
             if tag == "equal":
-                yield from (_emit(" ", line) for line in a[a_lo + x1 : a_lo + x2])
+                yield from (_emit(" ", line) for line in a[x1:x2])
                 continue
-            yield from (_emit("-", line) for line in a[a_lo + x1 : a_lo + x2])
-            yield from (_emit("+", line) for line in b[b_lo + y1 : b_lo + y2])
+            yield from (_emit("-", line) for line in a[x1:x2])
+            yield from (_emit("+", line) for line in b[y1:y2])
 
 
 def changed_window(a: Sequence[str], b: Sequence[str], context: int) -> tuple[int, int, int, int]:
-    """The smallest window holding every difference plus ``context`` lines around it."""
+    """The smallest window (a_lo, a_hi, b_lo, b_hi) holding every difference plus context."""
     limit = min(len(a), len(b))
     prefix = 0
     while prefix < limit and a[prefix] == b[prefix]:
@@ -336,7 +351,8 @@ def unified_diff(
         return
     yield f"--- {fromfile}\n"
     yield f"+++ {tofile}\n"
-    yield from hunks(a, b, changed_window(a, b, context), context)
+    a_lo, a_hi, b_lo, b_hi = changed_window(a, b, context)
+    yield from hunks(a[a_lo:a_hi], b[b_lo:b_hi], (a_lo, b_lo), context)
 
 
 def collect(lines: Iterable[str], max_chars: int) -> tuple[str, int, int]:
@@ -355,58 +371,15 @@ def collect(lines: Iterable[str], max_chars: int) -> tuple[str, int, int]:
 
 
 def capped_preview(lines: Iterable[str], max_chars: int = PREVIEW_CAP) -> str:
-    """A diff for an approval prompt, cut after ``max_chars`` with a count of what was left."""
-    text, kept, total = collect(lines, max_chars)
-    text = text.rstrip("\n")
-    if kept < total:
-        text += f"\n... ({total - kept} more diff lines not shown)"
-    return text
+    """A diff for an approval prompt, cut after ``max_chars``.
 
-
-# -- clipping a stream of lines like truncate_middle -------------------------------
-
-
-class HeadTail:
-    """Lines joined by ``\\n`` and cut like ``base.truncate_middle``, in bounded memory.
-
-    Feeding a million lines keeps only ``limit`` characters: the head, a tail
-    window and the total length, which is all truncate_middle's result needs.
+    Stops consuming ``lines`` at the cap, so a lazy diff is not computed further.
     """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.half = limit // 2
-        self.size = 0
-        self.count = 0
-        self._full: list[str] | None = []
-        self._head = ""
-        self._tail: deque[str] = deque()
-        self._tail_len = 0
-
-    def add(self, line: str) -> None:
-        piece = line if self.count == 0 else "\n" + line
-        self.count += 1
-        self.size += len(piece)
-        if self._full is not None:
-            self._full.append(piece)
-            if self.limit <= 0 or self.size <= self.limit:
-                return
-            joined = "".join(self._full)
-            self._full = None
-            self._head = joined[: self.half]
-            piece = joined[self.half :]
-        self._tail.append(piece)
-        self._tail_len += len(piece)
-        while self._tail and self._tail_len - len(self._tail[0]) >= self.half:
-            self._tail_len -= len(self._tail.popleft())
-
-    def text(self) -> str:
-        if self._full is not None:
-            return "".join(self._full)
-        tail = "".join(self._tail)
-        tail = tail[len(tail) - self.half :] if self.half else ""
-        omitted = self.size - 2 * self.half
-        return (
-            f"{self._head}\n\n... [{omitted} chars truncated — output exceeded "
-            f"{self.limit} char limit] ...\n\n{tail}"
-        )
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if size >= max_chars:
+            return "".join(kept).rstrip("\n") + "\n... (preview truncated; the change goes on)"
+        kept.append(line)
+        size += len(line)
+    return "".join(kept).rstrip("\n")

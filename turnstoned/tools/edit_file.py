@@ -9,7 +9,6 @@ it is byte-for-byte what was previewed, and swaps the new content in.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +56,7 @@ class _Plan:
     edits: list[Edit]
     replace_all: bool
     count: int  # edits applied, or occurrences replaced
-    digest: bytes  # of the file as previewed
+    original: bytes  # the file as previewed: execute writes only over exactly this
     new_bytes: bytes
 
 
@@ -155,8 +154,7 @@ def _plan(args: Args, ctx: ToolContext, display: str) -> tuple[_Plan, str]:
     diff = capped_preview(edit_diff(doc.text, new_text, spans, name=display))
     preview = "\n".join([*_summary_lines(edits, replace_all, spans), diff])
     count = len(spans) if replace_all else len(edits)
-    digest = hashlib.sha256(data).digest()
-    return _Plan(path, display, edits, replace_all, count, digest, new_bytes), preview
+    return _Plan(path, display, edits, replace_all, count, data, new_bytes), preview
 
 
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
@@ -199,7 +197,7 @@ def _commit(plan: _Plan) -> ToolOutput:
         )
     except OSError as exc:
         return _failed(f"Error reading {plan.display}: {exc}")
-    if hashlib.sha256(current).digest() != plan.digest:
+    if current != plan.original:
         return _failed(_changed(plan, current))
     try:
         atomic_write(plan.path, plan.new_bytes)

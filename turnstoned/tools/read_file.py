@@ -11,6 +11,7 @@ import asyncio
 import base64
 import codecs
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,7 +23,6 @@ from turnstoned.tools._files import (
     IMAGE_MIME,
     SNIFF_BYTES,
     FileProblem,
-    HeadTail,
     as_int,
     binary_error,
     is_binary,
@@ -49,6 +49,52 @@ class _Request:
     added: bool  # this call put the path in the read set (so a failure takes it out again)
     start: int
     limit: int | None
+
+
+class HeadTail:
+    """Lines joined by ``\\n`` and cut like ``base.truncate_middle``, in bounded memory.
+
+    Feeding a million lines keeps only ``limit`` characters: the head, a tail
+    window and the total length, which is all truncate_middle's result needs.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.half = limit // 2
+        self.size = 0
+        self.count = 0
+        self._full: list[str] | None = []
+        self._head = ""
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+
+    def add(self, line: str) -> None:
+        piece = line if self.count == 0 else "\n" + line
+        self.count += 1
+        self.size += len(piece)
+        if self._full is not None:
+            self._full.append(piece)
+            if self.limit <= 0 or self.size <= self.limit:
+                return
+            joined = "".join(self._full)
+            self._full = None
+            self._head = joined[: self.half]
+            piece = joined[self.half :]
+        self._tail.append(piece)
+        self._tail_len += len(piece)
+        while self._tail and self._tail_len - len(self._tail[0]) >= self.half:
+            self._tail_len -= len(self._tail.popleft())
+
+    def text(self) -> str:
+        if self._full is not None:
+            return "".join(self._full)
+        tail = "".join(self._tail)
+        tail = tail[len(tail) - self.half :] if self.half else ""
+        omitted = self.size - 2 * self.half
+        return (
+            f"{self._head}\n\n... [{omitted} chars truncated — output exceeded "
+            f"{self.limit} char limit] ...\n\n{tail}"
+        )
 
 
 def _window(args: Args) -> tuple[int, int | None]:

@@ -17,11 +17,15 @@ import asyncio
 import contextlib
 import functools
 import os
+import selectors
 import shutil
 import signal
+import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -37,9 +41,9 @@ STDOUT_CAP = 4 * 1024 * 1024
 STDERR_CAP = 64 * 1024
 BUDGET = 32_768
 LADDER = (5, 3, 1)
-_RG_OMITTED = b" [... omitted end of long line]"
+_RG_OMITTED = " [... omitted end of long line]"
 _CUT = "...[truncated, line length > 1024]"
-_REAP_TIMEOUT = 5.0
+_READ_CHUNK = 1 << 20
 
 Record = tuple[str, int, str]  # path, line, content
 
@@ -152,68 +156,93 @@ def _scrubbed(environ: Mapping[str, str], passthrough: tuple[str, ...]) -> dict[
 # -- running -------------------------------------------------------------------------
 
 
-def _kill(proc: asyncio.subprocess.Process) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _read_capped(
-    stream: asyncio.StreamReader, cap: int, *, drain: bool
-) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await stream.read(1 << 16):
-        if size < cap:
-            chunks.append(chunk)
-        size += len(chunk)
-        if size > cap and not drain:
-            return b"".join(chunks)[:cap], True
-    return b"".join(chunks)[:cap], size > cap
+def _pump(proc: subprocess.Popen[bytes]) -> _Raw:
+    """Read both pipes to EOF (stdout capped: the child is killed past the cap), then reap.
 
-
-async def _collect(proc: asyncio.subprocess.Process) -> _Raw:
+    Runs in its own thread: blocking reads cost far less per chunk than event-loop
+    wake-ups, and ripgrep writes many small chunks.
+    """
     assert proc.stdout is not None and proc.stderr is not None
-    err_task = asyncio.ensure_future(_read_capped(proc.stderr, STDERR_CAP, drain=True))
-    try:
-        out, capped = await _read_capped(proc.stdout, STDOUT_CAP, drain=False)
-        if capped:
-            _kill(proc)
-        err, _ = await err_task
-    finally:
-        err_task.cancel()
-    rc = await proc.wait()
-    return _Raw(rc, out, err, capped)
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    buffers = {out_fd: bytearray(), err_fd: bytearray()}
+    caps = {out_fd: STDOUT_CAP, err_fd: STDERR_CAP}
+    capped = False
+    with selectors.DefaultSelector() as selector:
+        for fd in buffers:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                chunk = os.read(key.fd, _READ_CHUNK)
+                if not chunk:
+                    selector.unregister(key.fd)
+                elif len(buffers[key.fd]) <= caps[key.fd]:
+                    buffers[key.fd] += chunk
+                if key.fd == out_fd and not capped and len(buffers[out_fd]) > STDOUT_CAP:
+                    capped = True
+                    _kill(proc)
+    rc = proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    out = bytes(buffers[out_fd][:STDOUT_CAP])
+    if capped:
+        out = out[: out.rfind(b"\n") + 1]
+    return _Raw(rc, out, bytes(buffers[err_fd][:STDERR_CAP]), capped)
 
 
 async def run(
     argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel: asyncio.Event
 ) -> _Raw:
     """Run the backend; raises TimeoutError or _Stopped. The child never outlives this."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
+    proc = subprocess.Popen(
+        argv,
         cwd=cwd,
         env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # Its own process group so the kill reaches everything it starts; not a new
+        # session, which under sched_autogroup would also make it a new CPU-share group.
+        process_group=0,
     )
-    collector = asyncio.ensure_future(_collect(proc))
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future[_Raw] = loop.create_future()
+
+    def pump() -> None:
+        outcome: _Raw | OSError
+        try:
+            outcome = _pump(proc)
+        except OSError as exc:
+            outcome = exc
+        with contextlib.suppress(RuntimeError):  # the loop may be closed by now
+            loop.call_soon_threadsafe(_settle, result, outcome)
+
+    threading.Thread(target=pump, name="search-pump", daemon=True).start()
     stopper = asyncio.ensure_future(cancel.wait())
     try:
-        done, _ = await asyncio.wait(
-            {collector, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if collector in done:
-            return collector.result()
+        waiters: set[asyncio.Future[Any]] = {result, stopper}
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if result in done:
+            return result.result()
         raise _Stopped() if stopper in done else TimeoutError()
     finally:
         stopper.cancel()
-        _kill(proc)  # synchronous, so even a cancelled task leaves no child behind
-        collector.cancel()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(proc.wait()), _REAP_TIMEOUT)
+        result.cancel()  # a late outcome from the pump is dropped, not left unretrieved
+        _kill(proc)  # synchronous, so even a cancelled task leaves no child behind; the pump reaps
+
+
+def _settle(future: asyncio.Future[_Raw], outcome: _Raw | OSError) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, OSError):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 # -- parsing and formatting --------------------------------------------------------
@@ -226,24 +255,20 @@ def parse(out: bytes) -> tuple[list[Record], int]:
     """
     records: list[Record] = []
     stray = 0
-    for raw in out.split(b"\n"):
-        first = raw.find(b":")
-        second = raw.find(b":", first + 1) if first > 0 else -1
-        if second < 0 or not raw[first + 1 : second].isdigit():
-            stray += bool(raw.strip()) and b"binary file matches" not in raw
+    for line in out.decode("utf-8", errors="replace").split("\n"):
+        path, _, rest = line.partition(":")
+        number, found, body = rest.partition(":")
+        if not (path and found and number.isascii() and number.isdigit()):
+            stray += bool(line.strip()) and "binary file matches" not in line
             continue
-        body = raw[second + 1 :]
-        if body.endswith(b"\r"):
+        if body.endswith("\r"):
             body = body[:-1]
-        long = len(body) >= MAX_COLUMNS
         if body.endswith(_RG_OMITTED):
-            body, long = body[: -len(_RG_OMITTED)], True
-        text = body.decode("utf-8", errors="replace")
-        if long:
-            text = text[:MAX_COLUMNS] + _CUT
-        path = raw[:first].decode("utf-8", errors="replace")
-        records.append((path, int(raw[first + 1 : second]), text))
-    records.sort(key=lambda r: (r[0], r[1]))
+            body = body[: -len(_RG_OMITTED)][:MAX_COLUMNS] + _CUT
+        elif len(body) >= MAX_COLUMNS // 4 and len(body.encode()) >= MAX_COLUMNS:
+            body = body[:MAX_COLUMNS] + _CUT
+        records.append((path, int(number), body))
+    records.sort()  # (path, line, text) tuples: path, then line
     return records, stray
 
 

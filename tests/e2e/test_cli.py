@@ -1,0 +1,52 @@
+"""`turnstoned chat`: the headless front end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.model_server import ScriptedModel, text, tool_calls
+
+
+def chat(args: list[str], model: ScriptedModel, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TURNSTONED_HOME": str(home), "OPENAI_BASE_URL": model.base_url,
+           "OPENAI_API_KEY": "sk", "TURNSTONED_MODEL": "scripted"}
+    return subprocess.run([sys.executable, "-m", "turnstoned", "chat", *args], input=stdin,
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_json_events_and_yes(model: ScriptedModel, isolated_home: Path, tmp_path: Path) -> None:
+    model.push(tool_calls([("c1", "bash", '{"command": "echo from-bash"}')]), text("finished"))
+    out = chat(["--yes", "--json", "--cwd", str(tmp_path), "do it"], model, isolated_home)
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    methods = [e["method"] for e in events]
+    assert methods[0] == "turn/started" and methods[-1] == "turn/completed"
+    assert "item/tool/requestApproval" not in methods
+    chunks = "".join(e["params"]["chunk"] for e in events if e["method"] == "item/toolCall/outputDelta")
+    assert "from-bash" in chunks
+
+
+def test_terminal_denial_with_feedback(model: ScriptedModel, isolated_home: Path, tmp_path: Path) -> None:
+    model.push(tool_calls([("w1", "write_file", '{"path": "f.txt", "content": "x"}')]), text("ok then"))
+    out = chat(["--cwd", str(tmp_path), "write f"], model, isolated_home, stdin="n, not that file\n")
+    assert out.returncode == 0, out.stderr
+    assert "Allow write_file?" in out.stderr
+    assert not (tmp_path / "f.txt").exists()
+    tool_msg = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert tool_msg["content"] == "Denied by user: not that file"
+    assert "ok then" in out.stdout
+
+
+def test_unconfigured_model_fails_with_advice(isolated_home: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TURNSTONED_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")}
+    out = subprocess.run([sys.executable, "-m", "turnstoned", "chat", "--cwd", str(tmp_path), "hi"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**env, "TURNSTONED_HOME": str(isolated_home)})
+    assert out.returncode == 1
+    assert "notConfigured" in out.stderr and "TURNSTONED_MODEL" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,156 @@
+"""What a session's model is shown, and what it may call: built-ins, MCP tools, tool search.
+
+Visibility and dispatch are one thing here (beyond the original, which let a
+session call tools it was never shown): ``Toolset.handles`` holds exactly the
+callable tools. With dynamic tool search active, MCP tools are deferred behind
+the synthetic ``tool_search`` until a search expands them; expanded tools stay
+for the rest of the session (persisted, so they survive a refresh and a resume).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from turnstoned import tools as registry
+from turnstoned.core.pipeline import BuiltinTool, ToolHandle
+from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput, prepare_error
+
+EXPANDED_KEY = "expanded_tools"
+TOOL_SEARCH = "tool_search"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    mode: str = "auto"  # auto | on | off
+    threshold: int = 20
+    max_results: int = 5
+    native: bool = False  # the provider defers tools itself (defer_loading)
+
+
+@dataclass(slots=True)
+class Toolset:
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+    handles: dict[str, ToolHandle] = field(default_factory=dict)
+    deferred: list[str] = field(default_factory=list)
+
+
+class McpToolHandle:
+    """An MCP server's tool in the pipeline: always asks unless granted, per tool."""
+
+    primary_key = None
+
+    def __init__(self, tool: Any, manager: Any) -> None:
+        self.name = tool.name
+        self.tool = tool
+        self.manager = manager
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
+        shown = json.dumps(args, ensure_ascii=False, indent=2)
+        preview = shown if len(shown) <= 4000 else shown[:4000] + "\n…"
+        return PreparedCall(header=f"⚙ {self.name} [MCP: {self.tool.server}]", preview=preview,
+                            needs_approval=True, approval_label=self.name, data=args)
+
+    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        result = await self.manager.call_tool(self.name, call.data)
+        return ToolOutput(result.content, is_error=result.is_error, effect_status=result.effect_status)
+
+
+def tool_search_schema(deferred: int, servers: list[str], max_results: int) -> dict[str, Any]:
+    where = f" from {', '.join(servers[:8])}" if servers else ""
+    return {"type": "function", "function": {
+        "name": TOOL_SEARCH,
+        "description": (
+            f"Search {deferred} more tools{where} that are not loaded yet. Returns up to "
+            f"{max_results} matching tools by name and description and makes them callable "
+            "for the rest of this session. Use it when no visible tool fits the task."),
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What the tool should do, in a few words."},
+        }, "required": ["query"]},
+    }}
+
+
+class ToolSearchHandle:
+    """The synthetic ``tool_search``: BM25 over deferred MCP tools, expanding the matches."""
+
+    name = TOOL_SEARCH
+    primary_key = "query"
+
+    def __init__(self, deferred: list[Any], max_results: int) -> None:
+        self.deferred = deferred
+        self.max_results = max_results
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return prepare_error("Error: missing query")
+        return PreparedCall(header=f"⚙ tool_search: {query[:200]}", data=query.strip())
+
+    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        from turnstoned.search import BM25Index
+
+        index = BM25Index.from_fields(
+            [(t.name, t.tool, t.server, t.description) for t in self.deferred], weights=[3, 3, 1, 1])
+        hits = [self.deferred[i] for i in index.search(call.data, k=self.max_results)]
+        if not hits:
+            return ToolOutput(f"No deferred tools match {call.data!r}. Try other words.",
+                              summary="no matches")
+        expanded = list(ctx.env.persisted.get(EXPANDED_KEY, []))
+        expanded += [t.name for t in hits if t.name not in expanded]
+        ctx.env.persist(EXPANDED_KEY, expanded)
+        lines = [f"Found {len(hits)} of {len(self.deferred)} deferred tools; they are callable now:"]
+        for t in hits:
+            desc = " ".join((t.description or "").split())
+            lines.append(f"- {t.name} [MCP: {t.server}]: {desc[:300]}")
+        return ToolOutput("\n".join(lines), summary=f"{len(hits)} tools")
+
+
+def _builtin(kind: str, env: SessionEnv, manager: Any) -> tuple[list[dict[str, Any]], dict[str, ToolHandle]]:
+    specs = registry.registry()
+    ws = str(env.workspace) if env.workspace else None
+    hidden = set()
+    if manager is None or not (manager.resources() or manager.resource_templates()):
+        hidden.add("read_resource")
+    if manager is None or not manager.prompts():
+        hidden.add("use_prompt")
+    schemas = [s for s in registry.tools_for(kind, str(env.cwd), ws)
+               if s["function"]["name"] not in hidden]
+    handles: dict[str, ToolHandle] = {
+        s["function"]["name"]: BuiltinTool(s["function"]["name"], specs[s["function"]["name"]].module,
+                                           specs[s["function"]["name"]].meta.get("primary_key"))
+        for s in schemas
+    }
+    return schemas, handles
+
+
+def build(kind: str, env: SessionEnv, search: SearchSettings) -> Toolset:
+    """The session's tools for its next model call."""
+    manager = env.services.mcp
+    schemas, handles = _builtin(kind, env, manager)
+    mcp_tools = list(manager.tools()) if manager is not None else []
+    out = Toolset(schemas=schemas, handles=handles)
+    for t in mcp_tools:
+        out.handles[t.name] = McpToolHandle(t, manager)
+    total = len(schemas) + len(mcp_tools)
+    active = kind != "task" and mcp_tools and (
+        search.mode == "on" or (search.mode == "auto" and total > search.threshold))
+    if not active:
+        out.schemas = schemas + [t.openai_schema() for t in mcp_tools]
+        return out
+    expanded = set(env.persisted.get(EXPANDED_KEY, []))
+    visible = [t for t in mcp_tools if t.name in expanded]
+    deferred = [t for t in mcp_tools if t.name not in expanded]
+    out.deferred = [t.name for t in deferred]
+    if search.native:
+        marked = [{**t.openai_schema(), "defer_loading": True} for t in deferred]
+        out.schemas = schemas + [t.openai_schema() for t in visible] + marked
+        return out
+    for t in deferred:
+        del out.handles[t.name]  # callable once a search expands it
+    out.schemas = schemas + [t.openai_schema() for t in visible]
+    if deferred:
+        servers = sorted({t.server for t in deferred})
+        out.schemas.append(tool_search_schema(len(deferred), servers, search.max_results))
+        out.handles[TOOL_SEARCH] = ToolSearchHandle(deferred, search.max_results)
+    return out
