@@ -73,6 +73,37 @@ def bench_cold_start(runs: int, env: dict[str, str]) -> None:
     print(f"  ratio           {md / mb:7.3f}x   (goal <= 1.15x)")
 
 
+def bench_mcp_startup(runs: int, env: dict[str, str], workdir: str) -> None:
+    """`initialize` with five configured MCP servers vs none; and when all five are up."""
+    cfg = Path(workdir, "five.toml")
+    script = ROOT / "tests" / "mcp_servers" / "everything.py"
+    cfg.write_text("".join(
+        f'[mcp.servers.s{i}]\ncommand = "{sys.executable}"\nargs = ["{script}", "--name", "s{i}"]\n'
+        for i in range(5)))
+    daemon = [sys.executable, "-m", "turnstoned"]
+    five_env = {**env, "TURNSTONED_CONFIG": str(cfg)}
+    none_env = {**env, "TURNSTONED_CONFIG": str(Path(workdir, "none.toml"))}
+    none, five = [], []
+    for _ in range(runs):
+        none.append(cold_start(daemon, none_env))
+        five.append(cold_start(daemon, five_env))
+    d = RawDaemon(five_env)
+    t0 = time.perf_counter()
+    d.initialize()
+    while True:
+        servers = d.result("mcpServer/list")["servers"]
+        if len(servers) == 5 and all(s["status"] == "connected" for s in servers):
+            break
+        time.sleep(0.02)
+    ready = time.perf_counter() - t0
+    d.close()
+    mn, mf = statistics.median(none), statistics.median(five)
+    print(f"initialize with MCP servers configured, median of {runs}:")
+    print(f"  no servers        {mn * 1000:7.1f} ms")
+    print(f"  five servers      {mf * 1000:7.1f} ms   (ratio {mf / mn:.3f}x, goal: not slower)")
+    print(f"  all five connected {ready * 1000:6.0f} ms after spawn (in the background)")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -178,6 +209,7 @@ def main() -> int:
         bench_cold_start(args.runs, env)
         bench_stream(args.runs, env, work)
         bench_seam(args.runs, env, work)
+        bench_mcp_startup(args.runs, env, work)
     return 0
 
 

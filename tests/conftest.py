@@ -88,6 +88,7 @@ async def engine(sink: RecordingSink, model: ScriptedModel) -> AsyncIterator[Any
     from turnstoned.store import Store
 
     eng = Engine(config.load(), Store(paths.database_file()), sink)
+    eng.start()
     yield eng
     await eng.shutdown()
     eng.terminate()

@@ -66,6 +66,8 @@ class MCPConfig(_Section):
     servers: dict[str, dict[str, Any]] = {}
     health_check_seconds: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     call_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    # Start the servers of a project's .mcp.json (the session's workspace or cwd).
+    project_config: bool = True
 
 
 class Config(_Section):

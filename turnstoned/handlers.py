@@ -49,10 +49,10 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         return p.ToolListResult(tools=get_engine().tool_list(params.session_id))
 
     async def mcp_list(_: None) -> p.McpServerListResult:
-        return p.McpServerListResult(servers=[])
+        return p.McpServerListResult(servers=get_engine().mcp_servers())
 
     async def mcp_refresh(params: p.McpServerRefreshParams) -> p.McpServerRefreshResult:
-        return p.McpServerRefreshResult(changes=[])
+        return p.McpServerRefreshResult(changes=await get_engine().mcp_refresh(params.name))
 
     async def health(_: None) -> p.DaemonHealthResult:
         return get_engine().health()

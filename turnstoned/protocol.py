@@ -450,6 +450,8 @@ METHODS: tuple[Method, ...] = (
     _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
+    _note("mcpServer/statusChanged", McpServerInfo,
+          "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
 )

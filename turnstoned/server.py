@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
@@ -73,6 +74,7 @@ class EngineHolder:
         try:
             cfg = config.with_overrides(config.load(), self.overrides)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
+            self.engine.start()
         except config.ConfigError as exc:
             self.error = str(exc)
         except (OSError, sqlite3.Error) as exc:
@@ -141,9 +143,36 @@ def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     out = _claim_stdout()
     server = create(overrides)
     try:
-        server.start_io(sys.stdin.buffer, out)
+        asyncio.run(_serve(server, sys.stdin.buffer, out))
+    except (KeyboardInterrupt, SystemExit):
+        pass  # `exit` ends the process through SystemExit
     finally:
         engine = server.holder.engine  # type: ignore[attr-defined]
         if engine is not None:
             engine.terminate()
     return 0
+
+
+async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """pygls' stdio loop, then a graceful engine shutdown while the loop still runs.
+
+    The editor may just close our stdin (no shutdown request): turns still get
+    their receipts and MCP servers and background shells are stopped.
+    """
+    from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+
+    stop = threading.Event()
+    server._stop_event = stop
+    server.protocol.set_writer(StdoutWriter(stdout))
+    try:
+        await run_async(stop_event=stop, reader=StdinAsyncReader(stdin, server.thread_pool),
+                        protocol=server.protocol, logger=log,
+                        error_handler=server.report_server_error)
+    finally:
+        engine = server.holder.engine  # type: ignore[attr-defined]
+        if engine is not None:
+            try:
+                await asyncio.wait_for(engine.shutdown(), 10)
+            except (asyncio.TimeoutError, OSError) as exc:
+                log.warning("engine shutdown incomplete: %s", exc)
+        server.shutdown()

@@ -189,8 +189,9 @@ async def test_loading_the_active_skill_again_does_not_ask(
 
 async def test_mcp_prompts_are_read_only_skills_and_manual_skills_win(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    own = engine.services.mcp
     async with running(fast_manager([stdio_spec("ev")])) as manager:
-        engine.services.mcp = manager
+        engine.services.mcp = manager  # the engine's own manager has no servers configured
         handlers = build(lambda: engine)
         sid = start(engine, tmp_path)
         listed = await handlers["skill/list"](p.SkillListParams(session_id=sid))
@@ -211,4 +212,4 @@ async def test_mcp_prompts_are_read_only_skills_and_manual_skills_win(
         listed = await handlers["skill/list"](p.SkillListParams(session_id=sid))
         assert [(s.name, s.origin, s.active) for s in listed.skills] == [
             ("greet", "workspace", True), ("review", "mcp", False)]
-        engine.services.mcp = None
+        engine.services.mcp = own

@@ -16,9 +16,9 @@ from typing import Any
 class RawDaemon:
     """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
 
-    def __init__(self, env: dict[str, str], cwd: str | None = None) -> None:
+    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "turnstoned"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=cwd)
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []

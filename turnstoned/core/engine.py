@@ -16,6 +16,7 @@ from pathlib import Path
 from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
+from turnstoned.core import mcplink
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
@@ -39,6 +40,21 @@ class Engine:
         self.services = Services(store=store, data_dir=paths.data_dir(),
                                  config_dir=paths.config_dir())
         self.services.prompt_sections.append(self._skill_section)
+        self.mcp = mcplink.make_manager(config)
+        self.services.mcp = self.mcp
+        self.services.prompt_sections.append(self._mcp_section)
+        self.mcp.add_status_listener(
+            lambda status: sink.notify("mcpServer/statusChanged", mcplink.server_info(status)))
+        self._closed = False
+
+    def start(self) -> None:
+        """Begin background work (MCP connections); call on the running event loop."""
+        asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
+
+    def _mcp_section(self, env: SessionEnv) -> str:
+        from turnstoned.mcp.catalog import catalog_text
+
+        return catalog_text(self.mcp)
 
     def _skill_section(self, env: SessionEnv) -> str:
         """The session's loaded skill for its system message, ``{{model}}`` naming its model."""
@@ -71,6 +87,8 @@ class Engine:
             on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
         )
         session = Session(row, store, env, policy)
+        if self.config.mcp.project_config:
+            mcplink.add_project_servers(self.mcp, env.workspace or env.cwd)
         t = self.config.tools
         session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
                                         max_results=t.search_max_results,
@@ -213,7 +231,7 @@ class Engine:
         return p.DaemonHealthResult(
             version=__version__, protocol_version=p.PROTOCOL_VERSION, sessions=len(self.sessions),
             running_turns=sum(1 for s in self.sessions.values() if s.running),
-            model=None if isinstance(model, str) else model.name, mcp=p.McpHealth(),
+            model=None if isinstance(model, str) else model.name, mcp=mcplink.health(self.mcp),
         )
 
     def terminate(self) -> None:
@@ -224,7 +242,22 @@ class Engine:
             _shells.kill_all_now(session.env)
         self.store.close()
 
+    def mcp_servers(self) -> list[p.McpServerInfo]:
+        return [mcplink.server_info(s) for s in self.mcp.status()]
+
+    async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
+        try:
+            changes = await self.mcp.refresh(name)
+        except KeyError as exc:
+            raise EngineError(ErrorCode.MCP_SERVER_NOT_FOUND, str(exc.args[0])) from exc
+        return [mcplink.change_info(c) for c in changes]
+
     async def shutdown(self) -> None:
+        """Stop turns, shells and MCP servers (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.mcp.close()
         for session in list(self.sessions.values()):
             try:
                 await self.close_session_runtime(session)

@@ -96,6 +96,21 @@ class MCPManager:
         env = self._env_scrub(os.environ) if self._env_scrub is not None else dict(os.environ)
         self._pool.start(env)
 
+    def add_servers(self, specs: Iterable[ServerSpec], issues: Iterable[ConfigIssue] = ()) -> list[str]:
+        """Add servers found later (a project's .mcp.json); names already configured win.
+
+        Returns the names added; they connect in the background if the manager runs.
+        """
+        added = []
+        for spec in specs:
+            srv = self._pool.add(spec)
+            if srv is not None:
+                added.append(spec.name)
+                self._emit_status(srv)
+        known = {(i.name, i.origin) for i in self._issues}
+        self._issues.extend(i for i in issues if (i.name, i.origin) not in known)
+        return added
+
     async def wait_ready(self, timeout: float) -> None:
         """Wait until every enabled server has connected or failed at least once."""
         await asyncio.wait_for(

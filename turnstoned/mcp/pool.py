@@ -102,17 +102,33 @@ class ServerPool:
         self._on_catalog = on_catalog
         self._on_status = on_status
         self._background: set[asyncio.Task[Any]] = set()
+        self._health: asyncio.Task[Any] | None = None
+        self.started = False
         self.closed = False
 
     def start(self, env: dict[str, str]) -> None:
         self.env = env
+        self.started = True
         for srv in self.servers.values():
-            if srv.spec.enabled:
-                srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
-            else:
-                srv.settled.set()
-        if self.servers:
-            self._spawn(self._health_loop())
+            self._launch(srv)
+
+    def add(self, spec: ServerSpec) -> Server | None:
+        """Add a server after start (e.g. a project's .mcp.json); an existing name wins."""
+        if spec.name in self.servers or self.closed:
+            return None
+        srv = Server(spec=spec, state="connecting" if spec.enabled else "disabled")
+        self.servers[spec.name] = srv
+        if self.started:
+            self._launch(srv)
+        return srv
+
+    def _launch(self, srv: Server) -> None:
+        if srv.spec.enabled:
+            srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
+        else:
+            srv.settled.set()
+        if self._health is None:
+            self._health = self._spawn(self._health_loop())
 
     async def close(self) -> None:
         self.closed = True

@@ -1,0 +1,190 @@
+"""MCP through whole turns: real MCP servers (subprocesses), a real engine, a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import RecordingSink, write_config
+from tests.fakes.model_server import ScriptedModel, text, tool_calls
+from turnstoned import config, paths
+from turnstoned import protocol as p
+from turnstoned.core.engine import Engine
+from turnstoned.core.errors import EngineError
+from turnstoned.handlers import build
+from turnstoned.store import Store
+
+SERVERS = Path(__file__).resolve().parent.parent / "mcp_servers"
+
+
+def server_toml(name: str, script: str, *args: str) -> str:
+    argv = json.dumps([str(SERVERS / script), *args])
+    return f'[mcp.servers.{name}]\ncommand = "{sys.executable}"\nargs = {argv}\n'
+
+
+async def wait(pred: Any, timeout: float = 15.0) -> None:
+    async def loop() -> None:
+        while not pred():
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(loop(), timeout)
+
+
+@pytest.fixture
+async def mcp_engine(sink: RecordingSink, model: ScriptedModel, isolated_home: Path,
+                     request: pytest.FixtureRequest) -> AsyncIterator[Engine]:
+    write_config(isolated_home, request.param)
+    engine = Engine(config.load(), Store(paths.database_file()), sink)
+    engine.start()
+    await engine.mcp.wait_ready(20)
+    yield engine
+    await engine.shutdown()
+    engine.terminate()
+
+
+async def run(engine: Engine, sink: RecordingSink, sid: str, prompt: str) -> dict[str, Any]:
+    turn_id, _ = engine.start_turn(sid, [prompt])
+    return await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, 20)
+
+
+def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+EVERYTHING = '[tools]\nsearch = "off"\n' + server_toml("ev", "everything.py", "--name", "ev")
+
+
+@pytest.mark.parametrize("mcp_engine", [EVERYTHING], indirect=True)
+async def test_model_calls_mcp_tool_with_approval(mcp_engine: Engine, sink: RecordingSink,
+                                                  model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("m1", "mcp__ev__echo", '{"text": "ping"}')]), text("ok"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    done = await run(mcp_engine, sink, sid, "echo")
+    assert done["status"] == "completed"
+    names = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert "mcp__ev__echo" in names
+    assert names.index("mcp__ev__echo") > names.index("write_file")  # after the built-ins
+    assert sink.approvals[0]["items"][0]["approvalLabel"] == "mcp__ev__echo"
+    assert "ping" in tool_messages(model.requests[1])[0]["content"]
+    system = model.requests[0]["messages"][0]["content"]
+    assert "<mcp-resources>" in system and "<mcp-prompts>" in system
+    assert {"read_resource", "use_prompt"} <= set(names)
+
+
+@pytest.mark.parametrize("mcp_engine", [EVERYTHING], indirect=True)
+async def test_is_error_is_a_tool_error(mcp_engine: Engine, sink: RecordingSink,
+                                        model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("f1", "mcp__ev__fail", '{"reason": "disk on fire"}')]), text("ok"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    await run(mcp_engine, sink, sid, "fail")
+    item = [e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall"][0]
+    assert item["isError"] is True and item["status"] == "failed"
+    assert "disk on fire" in item["output"]
+
+
+@pytest.mark.parametrize("mcp_engine", [EVERYTHING], indirect=True)
+async def test_tool_list_change_reaches_the_next_model_call(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("a1", "mcp__ev__add_tool", '{"tool_name": "fresh_tool"}')]), text("added"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    await run(mcp_engine, sink, sid, "add a tool")
+    await wait(lambda: any(t.name == "mcp__ev__fresh_tool" for t in mcp_engine.mcp.tools()))
+    model.push(tool_calls([("c1", "mcp__ev__fresh_tool", '{"text": "x"}')]), text("done"))
+    await run(mcp_engine, sink, sid, "use it")
+    assert "mcp__ev__fresh_tool" in [t["function"]["name"] for t in model.requests[-2]["tools"]]
+    assert "Error" not in tool_messages(model.requests[-1])[-1]["content"]
+
+
+@pytest.mark.parametrize("mcp_engine", [EVERYTHING + '[mcp.servers."bad__name"]\ncommand = "x"\n'],
+                         indirect=True)
+async def test_server_list_refresh_and_bad_entries(mcp_engine: Engine, sink: RecordingSink) -> None:
+    handlers = build(lambda: mcp_engine)
+    servers = (await handlers["mcpServer/list"](None)).servers
+    by_name = {s.name: s for s in servers}
+    assert by_name["ev"].status == "connected" and by_name["ev"].tools >= 8
+    assert by_name["ev"].resources >= 1 and by_name["ev"].prompts >= 1
+    bad = by_name["bad__name"]
+    assert bad.status == "disabled" and "__" in (bad.error or "")
+    changes = (await handlers["mcpServer/refresh"](p.McpServerRefreshParams(name="ev"))).changes
+    assert [c.server for c in changes] == ["ev"] and changes[0].added == []
+    with pytest.raises(EngineError) as info:
+        await handlers["mcpServer/refresh"](p.McpServerRefreshParams(name="nope"))
+    assert info.value.kind == "mcpServerNotFound" and "nope" in info.value.message
+    health = await handlers["daemon/health"](None)
+    assert health.mcp.servers >= 1 and health.mcp.connected == 1 and health.mcp.tools >= 8
+    assert any(e["status"] == "connected" for e in sink.of("mcpServer/statusChanged"))
+
+
+@pytest.mark.parametrize("mcp_engine", [EVERYTHING], indirect=True)
+async def test_read_resource_and_use_prompt(mcp_engine: Engine, sink: RecordingSink,
+                                            model: ScriptedModel, tmp_path: Path) -> None:
+    uri = mcp_engine.mcp.resources()[0].uri
+    prompt = next(pr for pr in mcp_engine.mcp.prompts() if pr.prompt == "review")
+    model.push(tool_calls([("r1", "read_resource", json.dumps({"uri": uri})),
+                           ("u1", "use_prompt", json.dumps({"name": prompt.name,
+                                                            "arguments": {"code": "x = 1"}}))]),
+               text("ok"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    sink.answers.append(p.ApprovalResponse(decision="always"))
+    await run(mcp_engine, sink, sid, "read")
+    labels = {i["approvalLabel"] for i in sink.approvals[0]["items"]}
+    assert labels == {f"mcp_resource__{uri}", prompt.name}
+    resource_msg, prompt_msg = tool_messages(model.requests[1])
+    assert "Error" not in resource_msg["content"] and "x = 1" in prompt_msg["content"]
+
+
+MANY = server_toml("many", "paged_tools.py", "--count", "70", "--page", "25")
+
+
+@pytest.mark.parametrize("mcp_engine", [MANY], indirect=True)
+async def test_tool_search_defers_expands_and_keeps(mcp_engine: Engine, sink: RecordingSink,
+                                                    model: ScriptedModel, tmp_path: Path) -> None:
+    assert len(mcp_engine.mcp.tools()) == 71
+    model.push(tool_calls([("s1", "tool_search", '{"query": "t42"}')]),
+               tool_calls([("c1", "mcp__many__t42", "{}")]), text("done"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    await run(mcp_engine, sink, sid, "find t42")
+    first = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert "tool_search" in first and not any(n.startswith("mcp__") for n in first)
+    assert "mcp__many__t42" in tool_messages(model.requests[1])[0]["content"]
+    assert "mcp__many__t42" in [t["function"]["name"] for t in model.requests[1]["tools"]]
+    assert tool_messages(model.requests[2])[-1]["content"] == "called t42"
+    # the expansion survives a resume in a fresh engine
+    fresh = Engine(config.load(), Store(paths.database_file()), RecordingSink())
+    session = fresh.resume(sid)
+    fresh.services.mcp = mcp_engine.mcp
+    session.env.services = fresh.services
+    visible = [t["function"]["name"] for t in session.toolset().schemas]
+    assert "mcp__many__t42" in visible and "mcp__many__t41" not in visible
+    fresh.terminate()
+
+
+@pytest.mark.parametrize("mcp_engine", [MANY], indirect=True)
+async def test_deferred_tool_is_not_callable_before_search(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("c1", "mcp__many__t07", "{}")]), text("ok"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    await run(mcp_engine, sink, sid, "call it")
+    assert tool_messages(model.requests[1])[0]["content"].startswith("Unknown tool: 'mcp__many__t07'")
+
+
+async def test_project_mcp_json_servers_join(sink: RecordingSink, model: ScriptedModel,
+                                             isolated_home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {
+        "command": sys.executable, "args": [str(SERVERS / "everything.py"), "--name", "proj"]}}}))
+    engine = Engine(config.load(), Store(paths.database_file()), sink)
+    engine.start()
+    engine.start_session(p.SessionStartParams(cwd=str(project)))
+    await wait(lambda: any(s.name == "proj" and s.status == "connected" for s in engine.mcp.status()))
+    assert any(t.name == "mcp__proj__echo" for t in engine.mcp.tools())
+    origin = next(s.origin for s in engine.mcp.status() if s.name == "proj")
+    assert str(project) in origin
+    await engine.shutdown()
+    engine.terminate()

@@ -1,0 +1,68 @@
+"""The engine's side of MCP: building the manager from config, and its wire shapes."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from turnstoned import protocol as p
+from turnstoned.config import Config
+
+if TYPE_CHECKING:
+    from turnstoned.mcp.manager import MCPManager
+    from turnstoned.mcp.models import CatalogChange, ServerStatus
+
+log = logging.getLogger(__name__)
+
+
+def make_manager(config: Config) -> MCPManager:
+    """A manager for the servers of config.toml and the --mcp-config / [mcp] config_path file."""
+    from turnstoned.envscrub import scrub_env
+    from turnstoned.mcp.config import load_servers
+    from turnstoned.mcp.manager import MCPManager
+
+    path = Path(config.mcp.config_path).expanduser() if config.mcp.config_path else None
+    specs, issues = load_servers(config.mcp.servers, mcp_config_path=path, project_dir=None)
+    passthrough = tuple(config.tools.env_passthrough)
+    return MCPManager(
+        specs, issues, call_timeout=config.mcp.call_timeout_seconds,
+        health_interval=config.mcp.health_check_seconds,
+        env_scrub=lambda environ: scrub_env(environ, passthrough=passthrough),
+    )
+
+
+def add_project_servers(manager: MCPManager, project_dir: Path) -> list[str]:
+    """Servers of ``project_dir/.mcp.json`` join the daemon's (configured names win)."""
+    from turnstoned.mcp.config import load_servers
+
+    if not (project_dir / ".mcp.json").is_file():
+        return []
+    specs, issues = load_servers(None, mcp_config_path=None, project_dir=project_dir)
+    added = manager.add_servers(specs, issues)
+    if added:
+        log.info("project %s adds MCP servers %s", project_dir, added)
+    return added
+
+
+def server_info(status: ServerStatus) -> p.McpServerInfo:
+    return p.McpServerInfo(
+        name=status.name, status=status.status, tools=status.tools,  # type: ignore[arg-type]
+        resources=status.resources, prompts=status.prompts, error=status.error,
+        origin=status.origin)
+
+
+def change_info(change: CatalogChange) -> p.McpChange:
+    return p.McpChange(server=change.server, added=list(change.added),
+                       removed=list(change.removed), error=change.error)
+
+
+def health(manager: MCPManager | None) -> p.McpHealth:
+    if manager is None:
+        return p.McpHealth()
+    servers = [s for s in manager.status() if s.name]
+    return p.McpHealth(
+        servers=len(servers), connected=sum(1 for s in servers if s.status == "connected"),
+        tools=len(manager.tools()),
+        resources=len(manager.resources()) + len(manager.resource_templates()),
+        prompts=len(manager.prompts()))
