@@ -73,6 +73,98 @@ def bench_cold_start(runs: int, env: dict[str, str]) -> None:
     print(f"  ratio           {md / mb:7.3f}x   (goal <= 1.15x)")
 
 
+class _LeanClient:
+    """A single-threaded frame reader, as an editor's client reads: big reads, full JSON parse."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "turnstoned"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     bufsize=0)
+        self.buf = bytearray()
+        self.next_id = 0
+
+    def send(self, method: str, params: Any, request: bool = True) -> int:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if request:
+            self.next_id += 1
+            msg["id"] = self.next_id
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(_frame(msg))
+        return self.next_id
+
+    def _fill(self) -> None:
+        assert self.proc.stdout is not None
+        chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+        if not chunk:
+            raise EOFError("daemon closed stdout")
+        self.buf += chunk
+
+    def frame(self) -> dict[str, Any]:
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
+            self._fill()
+        length = int(bytes(self.buf[:end]).split(b"\r\n")[0].split(b":")[1])
+        while len(self.buf) < end + 4 + length:
+            self._fill()
+        body = bytes(self.buf[end + 4:end + 4 + length])
+        del self.buf[:end + 4 + length]
+        return json.loads(body)  # type: ignore[no-any-return]
+
+    def call(self, method: str, params: Any) -> Any:
+        msg_id = self.send(method, params)
+        while (f := self.frame()).get("id") != msg_id or "method" in f:
+            pass
+        return f["result"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def bench_bash_stream(runs: int, env: dict[str, str], workdir: str, n: int = 1_000_000) -> None:
+    """`seq 1 N` through bash to a client's outputDelta notifications vs a shell pipe."""
+    pipe = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(f"seq 1 {n} | cat > /dev/null", shell=True, check=True)
+        pipe.append(time.perf_counter() - t0)
+    with ScriptedModel() as model:
+        c = _LeanClient({**env, "OPENAI_BASE_URL": model.base_url})
+        c.call("initialize", {"processId": None, "capabilities": {}})
+        c.send("initialized", {}, request=False)
+        through, notes = [], []
+        for i in range(runs + 1):
+            model.push(tool_calls([(f"b{i}", "bash", json.dumps({"command": f"seq 1 {n}"}))]),
+                       text("ok"))
+            sid = c.call("session/start", {"cwd": workdir, "skipPermissions": True})["sessionId"]
+            c.send("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "x"}]})
+            lines = chunks = 0
+            t0 = 0.0
+            while True:
+                f = c.frame()
+                method, params = f.get("method"), f.get("params") or {}
+                if method == "item/started" and params["itemId"] == f"b{i}":
+                    t0 = time.perf_counter()
+                elif method == "item/toolCall/outputDelta":
+                    lines += params["chunk"].count("\n")
+                    chunks += 1
+                elif method == "item/completed" and params["itemId"] == f"b{i}":
+                    elapsed = time.perf_counter() - t0
+                elif method == "turn/completed":
+                    break
+            assert lines == n, lines
+            if i:
+                through.append(elapsed)
+                notes.append(chunks)
+        c.close()
+    mp, mt = statistics.median(pipe), statistics.median(through)
+    print(f"bash `seq 1 {n}` delivered to a client, median of {runs}:")
+    print(f"  seq | cat (pipe)       {n / mp / 1e6:6.2f} M lines/s ({mp * 1000:.0f} ms)")
+    print(f"  through turnstoned     {n / mt / 1e6:6.2f} M lines/s ({mt * 1000:.0f} ms, "
+          f"{statistics.median(notes):.0f} notifications)")
+    print(f"  ratio                  {mp / mt:6.2f}   (goal >= 0.50)")
+
+
 def bench_mcp_startup(runs: int, env: dict[str, str], workdir: str) -> None:
     """`initialize` with five configured MCP servers vs none; and when all five are up."""
     cfg = Path(workdir, "five.toml")
@@ -209,6 +301,8 @@ def main() -> int:
         bench_cold_start(args.runs, env)
         bench_stream(args.runs, env, work)
         bench_seam(args.runs, env, work)
+        bench_bash_stream(args.runs, env, work)
+        bench_bash_stream(3, env, work, n=10_000_000)
         bench_mcp_startup(args.runs, env, work)
     return 0
 

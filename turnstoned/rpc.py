@@ -111,6 +111,15 @@ def typed_handler(
     return handler
 
 
+class _Notification(msgspec.Struct):
+    method: str
+    params: Any
+    jsonrpc: str = "2.0"
+
+
+_encoder = msgspec.json.Encoder()
+
+
 class PyglsSink:
     """EventSink over a pygls protocol object."""
 
@@ -118,7 +127,16 @@ class PyglsSink:
         self.protocol = protocol
 
     def notify(self, method: str, params: p.Wire) -> None:
-        self.protocol.notify(method, encode(params))
+        """Encode with msgspec and write the frame directly: notifications are the hot path
+        (streamed text and command output), and pygls' json.dumps costs twice as much."""
+        writer = self.protocol.writer
+        if writer is None:
+            return
+        body = _encoder.encode(_Notification(method=method, params=params))
+        try:
+            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        except (OSError, ValueError) as exc:  # the client went away; the turn goes on
+            log.debug("notification %s not sent: %s", method, exc)
 
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         msg_id = f"approval-{uuid.uuid4().hex}"

@@ -130,7 +130,14 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
 
 def _claim_stdout() -> BinaryIO:
     """Keep fd 1 for frames only: stray prints and inherited fds go to stderr."""
-    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    fd = os.dup(1)
+    try:  # a bigger pipe lets streamed output flow while the editor parses (Linux only)
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (OSError, ImportError):
+        pass
+    out = os.fdopen(fd, "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return out

@@ -44,10 +44,10 @@ class RawDaemon:
         while True:
             header = b""
             while not header.endswith(b"\r\n\r\n"):
-                ch = out.read(1)
-                if not ch:
+                line = out.readline()
+                if not line:
                     return
-                header += ch
+                header += line
             self.raw_stdout += header
             length = None
             for line in header.decode("ascii").split("\r\n"):
