@@ -175,3 +175,27 @@ def test_config_error_is_reported_not_fatal(isolated_home: Path, env: dict[str, 
     assert "tools.timeout" in answer["error"]["message"] and str(cfg) in answer["error"]["message"]
     assert "tools.timeout" in d.result("daemon/health")["configError"]
     d.close()
+
+
+def test_edit_guard_and_edit_through_the_daemon(daemon: RawDaemon, model: ScriptedModel,
+                                                tmp_path: Path) -> None:
+    target = tmp_path / "app.py"
+    target.write_bytes(b"x = 1\r\ny = 2\r\n")
+    edit = json.dumps({"path": "app.py", "old_string": "y = 2", "new_string": "y = 3"})
+    model.push(tool_calls([("e0", "edit_file", edit)]),           # refused: not read yet
+               tool_calls([("r1", "read_file", '{"path": "app.py"}')]),
+               tool_calls([("e1", "edit_file", edit)]), text("edited"))
+    daemon.initialize()
+    sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+    assert turn(daemon, sid, "change y")["status"] == "completed"
+    items = {p["item"]["callId"]: p["item"] for p in daemon.of("item/completed")
+             if p["item"]["type"] == "toolCall"}
+    assert items["e0"]["isError"] and "must read_file" in items["e0"]["output"]
+    assert items["e1"]["status"] == "completed"
+    assert target.read_bytes() == b"x = 1\r\ny = 3\r\n"
+    asked = [m["params"]["items"][0]["tool"] for m in daemon.notifications
+             if m["method"] == "item/tool/requestApproval"]
+    assert asked == ["edit_file"]  # the refused edit never asked; read_file never asks
+    preview = [m["params"]["items"][0]["preview"] for m in daemon.notifications
+               if m["method"] == "item/tool/requestApproval"][0]
+    assert "-y = 2" in preview and "+y = 3" in preview

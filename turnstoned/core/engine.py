@@ -119,14 +119,18 @@ class Engine:
         self.store.create_session(row)
         return self._open(row)
 
-    def get(self, session_id: str) -> Session:
-        session = self.sessions.get(session_id)
-        if session is not None:
-            return session
+    def _row(self, session_id: str) -> SessionRow:
         row = self.store.get_session(session_id)
         if row is None:
             raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
-        if row.closed:
+        return row
+
+    def get(self, session_id: str) -> Session:
+        """A live session; one persisted by an earlier daemon is loaded, a closed one refused."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        if self._row(session_id).closed:
             raise EngineError(ErrorCode.SESSION_CLOSED,
                               f"session {session_id!r} is closed; session/resume reopens it")
         return self.resume(session_id)
@@ -135,9 +139,7 @@ class Engine:
         session = self.sessions.get(session_id)
         if session is not None:
             return session
-        row = self.store.get_session(session_id)
-        if row is None:
-            raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
+        row = self._row(session_id)
         if row.closed:
             self.store.update_session(session_id, closed=False)
             row = self.store.get_session(session_id) or row

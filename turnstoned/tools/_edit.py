@@ -40,10 +40,15 @@ class Span:
     label: str = ""
 
 
-def find_occurrences(content: str, old: str) -> list[tuple[int, int]]:
-    """Every start of ``old`` in ``content`` as (offset, line), overlapping ones included."""
+def find_occurrences(content: str, old: str, *, overlapping: bool = True) -> list[tuple[int, int]]:
+    """Every start of ``old`` in ``content`` as (offset, line).
+
+    Overlapping starts count by default (the reference's match counting); with
+    ``overlapping=False`` the scan skips past each match, as replace-all does.
+    """
     if not old:
         return []
+    step = 1 if overlapping else len(old)
     found: list[tuple[int, int]] = []
     line, counted = 1, 0
     pos = content.find(old)
@@ -51,23 +56,13 @@ def find_occurrences(content: str, old: str) -> list[tuple[int, int]]:
         line += content.count("\n", counted, pos)
         counted = pos
         found.append((pos, line))
-        pos = content.find(old, pos + 1)
+        pos = content.find(old, pos + step)
     return found
 
 
 def find_disjoint(content: str, old: str) -> list[tuple[int, int]]:
     """Starts of ``old`` scanning left to right without overlap (what replace-all replaces)."""
-    if not old:
-        return []
-    found: list[tuple[int, int]] = []
-    line, counted = 1, 0
-    pos = content.find(old)
-    while pos != -1:
-        line += content.count("\n", counted, pos)
-        counted = pos
-        found.append((pos, line))
-        pos = content.find(old, pos + len(old))
-    return found
+    return find_occurrences(content, old, overlapping=False)
 
 
 def pick_nearest(lines: Sequence[int], near_line: int) -> int:
