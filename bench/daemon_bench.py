@@ -230,19 +230,20 @@ def bench_stream(runs: int, env: dict[str, str], workdir: str) -> None:
     base = f"http://127.0.0.1:{port}/v1"
     try:
         direct = [asyncio.run(_direct_stream(base)) for _ in range(runs + 1)][1:]
-        d = RawDaemon({**env, "OPENAI_BASE_URL": base})
-        d.initialize()
-        through = []
+        c = _LeanClient({**env, "OPENAI_BASE_URL": base})
+        c.call("initialize", {"processId": None, "capabilities": {}})
+        c.send("initialized", {}, request=False)
+        through, deltas = [], 0
         for i in range(runs + 1):
-            sid = d.result("session/start", {"cwd": workdir})["sessionId"]
+            sid = c.call("session/start", {"cwd": workdir})["sessionId"]
             t0 = time.perf_counter()
-            tid = d.result("turn/start", {"sessionId": sid,
-                                          "input": [{"type": "text", "text": "go"}]})["turnId"]
-            d.wait_for("turn/completed", lambda p, tid=tid: p["turnId"] == tid, timeout=60)
+            c.send("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "go"}]})
+            while (f := c.frame()).get("method") != "turn/completed":
+                deltas += f.get("method") == "item/agentMessage/delta"
             if i:
                 through.append(time.perf_counter() - t0)
-        deltas = len(d.of("item/agentMessage/delta")) / (runs + 1)
-        d.close()
+        deltas //= runs + 1
+        c.close()
     finally:
         server.terminate()
         server.wait(5)

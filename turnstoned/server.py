@@ -46,9 +46,12 @@ class Daemon(LanguageServer):
 
 
 def _prewarm() -> None:
-    """Import the model client in the background so the first turn does not wait for it."""
+    """Import the model client and tools in the background so the first turn does not wait."""
     try:
         import turnstoned.llm.openai_chat  # noqa: F401
+        from turnstoned import tools
+
+        tools.registry()  # imports every tool module
     except Exception:  # an optional speed-up; the turn reports any real problem
         log.debug("prewarm failed", exc_info=True)
 
