@@ -362,3 +362,47 @@ async def test_history_survives_a_new_engine(sink: RecordingSink, model: Scripte
     assert items[1].output and "contents" in items[1].output
     assert items[2].text == "It says contents."
     fresh.terminate()
+
+
+async def test_parallel_sessions_have_independent_approval_cycles(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    gates = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    async def held(params: Any) -> p.ApprovalResponse:
+        key = "a" if "a.txt" in params.items[0].header else "b"
+        await gates[key].wait()
+        return p.ApprovalResponse(decision="approve" if key == "b" else "deny")
+
+    sink.answers.extend([held, held])
+    model.push(tool_calls([("wa", "write_file", '{"path": "a.txt", "content": "A"}')]),
+               tool_calls([("wb", "write_file", '{"path": "b.txt", "content": "B"}')]),
+               text("one"), text("two"))
+    dir_a, dir_b = tmp_path / "sa", tmp_path / "sb"
+    dir_a.mkdir()
+    dir_b.mkdir()
+    sa, sb = start(engine, dir_a), start(engine, dir_b)
+    ta, _ = engine.start_turn(sa, ["write a"])
+    await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "wa")
+    tb, _ = engine.start_turn(sb, ["write b"])
+    await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "wb")
+    await asyncio.sleep(0.05)
+    assert len(sink.approvals) == 2 and sink.approvals[0]["cycleId"] != sink.approvals[1]["cycleId"]
+    gates["b"].set()  # answer the second first: only its cycle resolves
+    await sink.wait_for("turn/completed", lambda e: e["turnId"] == tb)
+    assert (dir_b / "b.txt").read_text() == "B"
+    assert [r["callIds"] for r in sink.of("approval/resolved")] == [["wb"]]
+    gates["a"].set()
+    await sink.wait_for("turn/completed", lambda e: e["turnId"] == ta)
+    assert not (dir_a / "a.txt").exists()
+
+
+async def test_partial_text_survives_a_failed_stream(engine: Engine, sink: RecordingSink,
+                                                     model: ScriptedModel, tmp_path: Path) -> None:
+    from tests.fakes.model_server import raw
+
+    model.push(raw([{"choices": [{"index": 0, "delta": {"content": "half an ans"}}]}, "not json"]))
+    sid = start(engine, tmp_path)
+    done = await run(engine, sink, sid, "go")
+    assert done["status"] == "failed"
+    kinds = [m.role for m in engine.get(sid).history]
+    assert kinds == ["user", "assistant"] and engine.get(sid).history[1].text() == "half an ans"

@@ -50,6 +50,7 @@ class TurnRunner:
         self.s, self.turn, self.config, self.sink = session, turn, config, sink
         self.batch = _Batch()
         self.tools = Toolset()
+        self._reply_id = ""
         self.usage = p.Usage()
         self._open_items: dict[str, p.Item] = {}
 
@@ -139,7 +140,7 @@ class TurnRunner:
         self.tools = self.s.toolset()
         try:
             reply = await stream_reply(model, messages, self.tools.schemas, on_text, on_reasoning)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ModelError):
             partial = "".join(texts[msg_id])
             if partial:  # keep what the user already saw
                 self.s.commit([m.Message(role="assistant", content=partial, id=msg_id,
