@@ -406,3 +406,17 @@ async def test_partial_text_survives_a_failed_stream(engine: Engine, sink: Recor
     assert done["status"] == "failed"
     kinds = [m.role for m in engine.get(sid).history]
     assert kinds == ["user", "assistant"] and engine.get(sid).history[1].text() == "half an ans"
+
+
+async def test_notice_while_idle_reaches_the_next_turn(engine: Engine, sink: RecordingSink,
+                                                       model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("bg", "bash", '{"command": "sleep 0.5; echo done-bg", "run_in_background": true}')]),
+               text("started"), text("noted"))
+    sid = start(engine, tmp_path, skip_permissions=True)
+    await run(engine, sink, sid, "start it")
+    notice = await sink.wait_for("session/notice")
+    assert notice["kind"] == "backgroundShell/exited" and "bash_1" in notice["text"]
+    await run(engine, sink, sid, "what happened?")
+    last = model.requests[-1]["messages"][-1]
+    assert last["role"] == "user" and "bash_1" in last["content"]
+    assert last["content"].endswith("what happened?")

@@ -179,7 +179,13 @@ class Engine:
             session.queued.append(m.Message(role="user", content=text, id=m.new_id("user")))
             return session.turn.id, True
         turn = TurnState(id=m.new_id("turn"), generation=session.generation)
-        session.commit([m.Message(role="user", content=text, id=m.new_id("user"), turn_id=turn.id)])
+        # Input queued for a turn that ended first, and notices that arrived while
+        # idle, lead this turn's message (one user message: strict chat templates
+        # refuse two in a row).
+        earlier = [q.text() for q in session.queued]
+        session.queued.clear()
+        session.commit([m.Message(role="user", content="\n\n".join([*earlier, text]),
+                                  id=m.new_id("user"), turn_id=turn.id)])
         session.turn = turn
         runner = TurnRunner(session, turn, self.config, self.sink)
         turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
