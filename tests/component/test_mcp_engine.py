@@ -188,3 +188,46 @@ async def test_project_mcp_json_servers_join(sink: RecordingSink, model: Scripte
     assert str(project) in origin
     await engine.shutdown()
     engine.terminate()
+
+
+@pytest.mark.parametrize("mcp_engine", ["[model]\nnative_tool_search = true\n" + MANY], indirect=True)
+async def test_native_deferral_marks_deferred_tools(mcp_engine: Engine, sink: RecordingSink,
+                                                    model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(text("ok"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    await run(mcp_engine, sink, sid, "hi")
+    tools = model.requests[0]["tools"]
+    names = [t["function"]["name"] for t in tools]
+    assert "tool_search" not in names
+    deferred = [t for t in tools if t.get("defer_loading")]
+    assert len(deferred) == 71 and all(t["function"]["name"].startswith("mcp__") for t in deferred)
+    assert not any(t.get("defer_loading") for t in tools if t["function"]["name"] == "bash")
+
+
+@pytest.mark.parametrize("mcp_engine", ['[tools]\nsearch = "off"\n' + MANY], indirect=True)
+async def test_search_off_sends_every_tool(mcp_engine: Engine, sink: RecordingSink,
+                                           model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(text("ok"))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    await run(mcp_engine, sink, sid, "hi")
+    names = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert "tool_search" not in names and sum(n.startswith("mcp__") for n in names) == 71
+
+
+@pytest.mark.parametrize("mcp_engine", [EVERYTHING], indirect=True)
+async def test_interrupting_an_mcp_call_reports_unknown(mcp_engine: Engine, sink: RecordingSink,
+                                                        model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("h1", "mcp__ev__hang", "{}")]))
+    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    turn_id, _ = mcp_engine.start_turn(sid, ["hang"])
+    await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "h1")
+    await asyncio.sleep(0.3)
+    mcp_engine.interrupt(sid, turn_id)
+    done = await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, timeout=2)
+    assert done["status"] == "interrupted"
+    item = [e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall"][0]
+    assert item["effectStatus"] == "unknown"
+    # the connection survives: the server answers the next call
+    model.push(tool_calls([("e1", "mcp__ev__echo", '{"text": "still here"}')]), text("ok"))
+    await run(mcp_engine, sink, sid, "echo")
+    assert "still here" in tool_messages(model.requests[-1])[-1]["content"]
