@@ -147,18 +147,18 @@ class Client:
         result = await self.request("initialize", {"processId": os.getpid(), "capabilities": {},
                                                    "clientInfo": {"name": "turnstoned.client"}})
         self.notify("initialized", {})
-        return result
+        return dict(result)
 
     async def close(self, timeout: float = 10) -> int:
         if self.proc.returncode is None:
             try:
                 await self.request("shutdown", timeout=timeout)
                 self.notify("exit")
-            except (RpcFailure, ConnectionError, asyncio.TimeoutError):
+            except (TimeoutError, RpcFailure, ConnectionError):
                 pass
             try:
                 await asyncio.wait_for(self.proc.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
         self._reader.cancel()

@@ -48,7 +48,7 @@ def install_log_filter() -> None:
 
 def converter() -> Any:
     """pygls' converter, but custom-method params and results stay plain dicts."""
-    conv = pygls_converter()
+    conv = pygls_converter()  # type: ignore[no-untyped-call]
     shapes = {
         JsonRPCRequestMessage: ("id", "method", "params", "jsonrpc"),
         JsonRPCNotification: ("method", "params", "jsonrpc"),

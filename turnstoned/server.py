@@ -183,6 +183,6 @@ async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> None:
         if engine is not None:
             try:
                 await asyncio.wait_for(engine.shutdown(), 10)
-            except (asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, OSError) as exc:
                 log.warning("engine shutdown incomplete: %s", exc)
-        server.shutdown()
+        server.shutdown()  # type: ignore[no-untyped-call]

@@ -80,7 +80,7 @@ async def decide(sink: EventSink, policy: ApprovalPolicy, session_id: str, turn_
             answer = await asyncio.wait_for(ask, policy.timeout)
         else:
             answer = await ask
-    except asyncio.TimeoutError:
+    except TimeoutError:
         resolved("timeout")
         return Verdict(False, f"Approval timed out after {policy.timeout:g}s", "timeout", cycle_id)
     except asyncio.CancelledError:

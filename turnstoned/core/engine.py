@@ -21,8 +21,8 @@ from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
-from turnstoned.core.toolset import SearchSettings
 from turnstoned.core.session import Session, TurnState, resolve_dir, session_info
+from turnstoned.core.toolset import SearchSettings
 from turnstoned.core.turn import TurnRunner
 from turnstoned.protocol import ErrorCode
 from turnstoned.store import SessionRow, Store

@@ -47,7 +47,7 @@ def add_project_servers(manager: MCPManager, project_dir: Path) -> list[str]:
 
 def server_info(status: ServerStatus) -> p.McpServerInfo:
     return p.McpServerInfo(
-        name=status.name, status=status.status, tools=status.tools,  # type: ignore[arg-type]
+        name=status.name, status=status.status, tools=status.tools,
         resources=status.resources, prompts=status.prompts, error=status.error,
         origin=status.origin)
 

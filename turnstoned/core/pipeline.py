@@ -34,7 +34,7 @@ SALVAGE_KEYS = (
     "parent_ws_id", "path", "pattern", "prompt", "query", "status", "task_id", "title", "uri",
     "url", "ws_id",
 )
-_SALVAGE = {k: re.compile(rf'"{k}"\s*:\s*"((?:[^"\\]|\\.)*)"', re.S) for k in SALVAGE_KEYS}
+_SALVAGE = {k: re.compile(rf'"{k}"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL) for k in SALVAGE_KEYS}
 
 
 class ToolHandle(Protocol):
@@ -59,10 +59,12 @@ class BuiltinTool:
             decoded = msgspec.convert(args, self.module.Args, strict=False)
         except msgspec.ValidationError as exc:
             return prepare_error(f"Error: invalid arguments for {self.name}: {exc}")
-        return self.module.prepare(decoded, ctx)
+        call: PreparedCall = self.module.prepare(decoded, ctx)
+        return call
 
     async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        return await self.module.execute(call, ctx)
+        output: ToolOutput = await self.module.execute(call, ctx)
+        return output
 
 
 def _salvage(raw: str) -> dict[str, Any] | None:

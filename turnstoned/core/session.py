@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
-from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core import toolset
+from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.tools.base import SessionEnv
 
@@ -91,7 +91,7 @@ class Session:
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
 def session_info(row: SessionRow, title: str | None, updated_at: float, status: str) -> p.SessionInfo:

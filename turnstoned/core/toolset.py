@@ -39,7 +39,7 @@ class Toolset:
 class McpToolHandle:
     """An MCP server's tool in the pipeline: always asks unless granted, per tool."""
 
-    primary_key = None
+    primary_key: str | None = None
 
     def __init__(self, tool: Any, manager: Any) -> None:
         self.name = tool.name
@@ -75,7 +75,7 @@ class ToolSearchHandle:
     """The synthetic ``tool_search``: BM25 over deferred MCP tools, expanding the matches."""
 
     name = TOOL_SEARCH
-    primary_key = "query"
+    primary_key: str | None = "query"
 
     def __init__(self, deferred: list[Any], max_results: int) -> None:
         self.deferred = deferred

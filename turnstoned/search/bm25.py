@@ -386,6 +386,6 @@ def _merge_into(scores: dict[int, int], weights: dict[int, int]) -> None:
         return
     get = weights.get
     for doc in scores:
-        weight = get(doc)
-        if weight is not None:
-            scores[doc] += weight
+        found = get(doc)
+        if found is not None:
+            scores[doc] += found

@@ -14,7 +14,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,8 +141,10 @@ class Store:
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Set columns (title, grants, state, closed, model); ``updated_at`` always moves."""
-        encode = {"grants": lambda v: json.dumps(list(v)), "state": json.dumps, "closed": int}
-        sets, args = ["updated_at = ?"], [time.time()]
+        encode: dict[str, Callable[[Any], Any]] = {
+            "grants": lambda v: json.dumps(list(v)), "state": json.dumps, "closed": int}
+        sets: list[str] = ["updated_at = ?"]
+        args: list[Any] = [time.time()]
         for key, value in fields.items():
             sets.append(f"{key} = ?")
             args.append(encode.get(key, lambda v: v)(value))

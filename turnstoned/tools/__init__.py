@@ -11,6 +11,7 @@ computed on first use so that importing this package costs nothing.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 import functools
 import importlib
 import json
@@ -157,7 +158,7 @@ def _names(kind: str) -> list[str]:
     return [s.name for s in registry().values() if s.in_kind(kind)]
 
 
-_DERIVED = {
+_DERIVED: dict[str, Callable[[], Any]] = {
     "TOOLS": lambda: [_wire(s.function) for s in registry().values()],
     "INTERACTIVE_TOOLS": lambda: tools_for("interactive"),
     "COORDINATOR_TOOLS": lambda: tools_for("coordinator"),

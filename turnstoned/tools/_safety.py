@@ -176,8 +176,7 @@ def _recursive_root_hit(words: list[str], pattern: str) -> str | None:
 def _is_root(word: str) -> bool:
     """True when the word names the filesystem root or the home directory itself."""
     target = word.strip()
-    if target.endswith("*"):
-        target = target[:-1]
+    target = target.removesuffix("*")
     for home in ("~", "$HOME", "${HOME}"):
         if target == home or target.startswith(home + "/"):
             target = "/" + target[len(home) :]

@@ -47,7 +47,7 @@ class _Diff:
     added: list[str]  # read-set keys this call added (taken out again if it fails)
 
 
-def _context(raw: int | float | str | None) -> int:
+def _context(raw: float | str | None) -> int:
     value = as_int(raw) if raw is not None else None
     return DEFAULT_CONTEXT if value is None else max(0, min(MAX_CONTEXT, value))
 

@@ -130,7 +130,7 @@ def _is_excluded_dir(name: str, pattern: str) -> bool:
 
 def rg_would_visit(path: str, root: str) -> bool:
     """False for grep hits ripgrep skips: hidden entries or excluded directories below root."""
-    rel = path[len(root) :] if path.startswith(root) else path
+    rel = path.removeprefix(root)
     parts = [p for p in rel.split("/") if p and p not in (".", "..")]
     if any(p.startswith(".") for p in parts):
         return False
@@ -261,8 +261,7 @@ def parse(out: bytes) -> tuple[list[Record], int]:
         if not (path and found and number.isascii() and number.isdigit()):
             stray += bool(line.strip()) and "binary file matches" not in line
             continue
-        if body.endswith("\r"):
-            body = body[:-1]
+        body = body.removesuffix("\r")
         if body.endswith(_RG_OMITTED):
             body = body[: -len(_RG_OMITTED)][:MAX_COLUMNS] + _CUT
         elif len(body) >= MAX_COLUMNS // 4 and len(body.encode()) >= MAX_COLUMNS:

@@ -1,0 +1,15 @@
+"""The package type-checks under mypy --strict (configured in pyproject.toml)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_mypy_strict_is_clean() -> None:
+    out = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
