@@ -420,3 +420,13 @@ async def test_notice_while_idle_reaches_the_next_turn(engine: Engine, sink: Rec
     last = model.requests[-1]["messages"][-1]
     assert last["role"] == "user" and "bash_1" in last["content"]
     assert last["content"].endswith("what happened?")
+
+
+async def test_identical_repeats_are_called_out(engine: Engine, sink: RecordingSink,
+                                                model: ScriptedModel, tmp_path: Path) -> None:
+    for i in range(3):
+        model.push(tool_calls([(f"r{i}", "read_file", '{"path": "."}')]))
+    model.push(text("ok"))
+    await run(engine, sink, start(engine, tmp_path), "loop")
+    results = tool_messages(model.requests[-1])
+    assert ["identical repeat" in r["content"] for r in results] == [False, False, True]

@@ -67,3 +67,16 @@ def test_mixed_read_write_group_is_refused() -> None:
 def test_write_group_serializes() -> None:
     assert apply_batch_policies([_call("a", "write", True), _call("b", "write", True)]) is True
     assert apply_batch_policies([_call("a", "read"), _call("b", "read")]) is False
+
+
+def test_third_identical_call_in_a_row_is_flagged_then_streak_restarts() -> None:
+    from turnstoned.core.pipeline import REPEAT_WARNING, RepeatDetector
+
+    r = RepeatDetector()
+    assert [r.see("bash", '{"command": "ls"}') for _ in range(3)] == [False, False, True]
+    assert r.see("bash", '{"command": "ls"}') is False  # the streak started over
+    assert r.see("read_file", '{"path": "a"}') is False
+    assert r.see("bash", '{"command": "ls"}') is False  # another call in between resets
+    assert not any(r.see("bash_output", '{"id": "bash_1"}') for _ in range(5))
+    assert r.mark(ToolOutput("same")).text() == "same" + REPEAT_WARNING
+    assert r.mark(ToolOutput('{"json": 1}')).text() == '{"json": 1}'

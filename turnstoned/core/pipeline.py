@@ -207,6 +207,39 @@ async def execute_all(
     return list(await asyncio.gather(*jobs))
 
 
+REPEAT_WARNING = ("\n\n⚠ Warning: this is an identical repeat of a previous tool call. The "
+                  "result is the same. Try a different approach.")
+REPEAT_EXEMPT = frozenset({"bash_output"})  # polling a background shell is legitimate
+
+
+@dataclass(slots=True)
+class RepeatDetector:
+    """Spots a model calling the same tool with the same arguments a third time in a row."""
+
+    last: tuple[str, str] | None = None
+    streak: int = 0
+    limit: int = 3
+
+    def see(self, tool: str, arguments: str) -> bool:
+        """Record a call; True when it completes a streak (which then starts over)."""
+        if tool in REPEAT_EXEMPT:
+            return False
+        key = (tool, arguments)
+        self.streak = self.streak + 1 if key == self.last else 1
+        self.last = key
+        if self.streak >= self.limit:
+            self.last, self.streak = None, 0
+            return True
+        return False
+
+    def mark(self, output: ToolOutput) -> ToolOutput:
+        """The output with the repeat warning appended (structured JSON results are left alone)."""
+        if not isinstance(output.content, str) or output.content.lstrip().startswith(("{", "[")):
+            return output
+        return ToolOutput(output.content + REPEAT_WARNING, output.is_error, output.effect_status,
+                          output.summary)
+
+
 @dataclass(slots=True)
 class Budget:
     """The remaining context budget for tool results, in characters."""

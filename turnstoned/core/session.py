@@ -13,6 +13,7 @@ from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
 from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.pipeline import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.tools.base import SessionEnv
 
@@ -47,6 +48,7 @@ class Session:
         self.updated_at = row.updated_at
         self.last_usage: dict[str, Any] | None = None
         self.search = SearchSettings()
+        self.repeats = RepeatDetector()
 
     # ----------------------------------------------------------- state
 

@@ -275,7 +275,10 @@ class TurnRunner:
         msgs: list[m.Message] = []
         items: list[p.ToolCallItem] = []
         for o in outcomes:
-            out = budget.fit(o.output)
+            out = o.output
+            if self.s.repeats.see(o.call.tool, o.call.arguments):
+                out = self.s.repeats.mark(out)
+            out = budget.fit(out)
             msgs.append(m.Message(
                 role="tool", tool_call_id=o.call.call_id, name=o.call.tool, content=out.content,
                 id=o.call.call_id, turn_id=self.turn.id, status=o.status, is_error=out.is_error,
