@@ -53,6 +53,8 @@ class ToolsConfig(_Section):
     search: Literal["auto", "on", "off"] = "auto"
     search_threshold: Annotated[int, msgspec.Meta(ge=0)] = 20
     search_max_results: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
+    output_guard: bool = True  # flag prompt injection and secrets in tool results
+    redact_secrets: bool = True  # replace credentials before the model sees them
 
 
 class SessionConfig(_Section):

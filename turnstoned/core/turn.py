@@ -17,7 +17,7 @@ from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_model
-from turnstoned.core import approvals
+from turnstoned.core import approvals, guard
 from turnstoned.core import messages as m
 from turnstoned.core.events import Coalescer, EventSink
 from turnstoned.core.pipeline import (
@@ -279,6 +279,7 @@ class TurnRunner:
             if self.s.repeats.see(o.call.tool, o.call.arguments):
                 out = self.s.repeats.mark(out)
             out = budget.fit(out)
+            out = self._guard(o.call, out)
             msgs.append(m.Message(
                 role="tool", tool_call_id=o.call.call_id, name=o.call.tool, content=out.content,
                 id=o.call.call_id, turn_id=self.turn.id, status=o.status, is_error=out.is_error,
@@ -289,6 +290,36 @@ class TurnRunner:
         self.batch.folded = True
         for item in items:
             self._item_completed(item)
+
+    def _guard(self, call: PreparedCall, out: ToolOutput) -> ToolOutput:
+        """Phase 4a: redact credentials and flag injection in what the model is about to read.
+
+        Medium and high findings reach the model as an advisory after the batch and the
+        editor as a ``session/notice``; low ones (a private IP, a path like ``.ssh/``) only
+        in the log, so ordinary listings do not nag.
+        """
+        tools_cfg = self.config.tools
+        if not tools_cfg.output_guard:
+            return out
+        texts = [out.content] if isinstance(out.content, str) else [
+            part.get("text", "") for part in out.content if part.get("type") == "text"]
+        results = [guard.check(t, redact=tools_cfg.redact_secrets) for t in texts]
+        merged = guard.GuardResult("", tuple(f for r in results for f in r.findings),
+                                   any(r.redacted for r in results))
+        if merged.redacted:
+            out = _replace_text(out, [r.text for r in results])
+        if merged.risk not in ("medium", "high") and not merged.redacted:
+            if merged.findings:
+                log.debug("guard (low) on %s: %s", call.call_id, merged.flags)
+            return out
+        text = guard.advisory(f"{call.tool} ({call.call_id})", merged)
+        self.s.queued.insert(0, m.Message(role="user", content=text, id=m.new_id("guard"),
+                                          notice="outputGuard"))
+        self.sink.notify("session/notice", p.SessionNotice(
+            session_id=self.s.id, kind="outputGuard", text=text,
+            data={"callId": call.call_id, "risk": merged.risk, "flags": list(merged.flags),
+                  "redacted": merged.redacted}))
+        return out
 
     # ----------------------------------------------------------- interrupts
 
@@ -320,3 +351,13 @@ class TurnRunner:
             if isinstance(item, p.ToolCallItem):
                 continue
             self._item_completed(item)
+
+
+def _replace_text(out: ToolOutput, texts: list[str]) -> ToolOutput:
+    """``out`` with its text (or its text parts, in order) replaced."""
+    if isinstance(out.content, str):
+        return ToolOutput(texts[0], out.is_error, out.effect_status, out.summary)
+    it = iter(texts)
+    parts = [{"type": "text", "text": next(it)} if part.get("type") == "text" else part
+             for part in out.content]
+    return ToolOutput(parts, out.is_error, out.effect_status, out.summary)
