@@ -85,3 +85,26 @@ def test_think_splitter(pieces: list[str], content: str, reasoning: str) -> None
         out_r.append(r)
     c, r = splitter.flush()
     assert ("".join(out_c) + c, "".join(out_r) + r) == (content, reasoning)
+
+
+async def test_unreadable_events_are_skipped_and_odd_types_tolerated(model: ScriptedModel) -> None:
+    model.push(raw([
+        "{not json", "[1, 2]",
+        chunk({"content": None, "reasoning": {"unexpected": "shape"}}),
+        chunk({"content": "fine", "tool_calls": ["junk", {"index": "x", "function": {"name": "bash",
+                                                                                     "arguments": "{}"}}]}),
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": None, "total_tokens": 3}},
+    ]))
+    reply, content, _ = await call(model)
+    assert content == "fine"
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("bash", "{}")]
+    assert reply.usage == {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}
+
+
+async def test_error_event_mid_stream_is_typed(model: ScriptedModel) -> None:
+    from turnstoned.llm.types import ModelError
+
+    model.push(raw([chunk({"content": "par"}), {"error": {"message": "context length exceeded"}}]))
+    with pytest.raises(ModelError) as info:
+        await call(model)
+    assert info.value.kind == "contextWindowExceeded"

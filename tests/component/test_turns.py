@@ -400,10 +400,12 @@ async def test_partial_text_survives_a_failed_stream(engine: Engine, sink: Recor
                                                      model: ScriptedModel, tmp_path: Path) -> None:
     from tests.fakes.model_server import raw
 
-    model.push(raw([{"choices": [{"index": 0, "delta": {"content": "half an ans"}}]}, "not json"]))
+    model.push(raw([{"choices": [{"index": 0, "delta": {"content": "half an ans"}}]},
+                    {"error": {"message": "CUDA out of memory"}}]))
     sid = start(engine, tmp_path)
     done = await run(engine, sink, sid, "go")
-    assert done["status"] == "failed"
+    assert done["status"] == "failed" and done["error"]["kind"] == "upstreamUnavailable"
+    assert "CUDA out of memory" in done["error"]["message"]
     kinds = [m.role for m in engine.get(sid).history]
     assert kinds == ["user", "assistant"] and engine.get(sid).history[1].text() == "half an ans"
 
