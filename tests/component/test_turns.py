@@ -464,3 +464,35 @@ async def test_guard_can_be_turned_off(sink: RecordingSink, model: ScriptedModel
     await run(engine, sink, start(engine, tmp_path), "read")
     assert key in tool_messages(model.requests[1])[0]["content"]
     engine.terminate()
+
+
+async def test_close_ends_turn_and_shells_and_resume_reopens(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bgpid"
+    model.push(tool_calls([("bg", "bash", json.dumps(
+        {"command": f"echo $$ > {pidfile}; exec sleep 60", "run_in_background": True}))]),
+        text("started"), hang(30, after_text="thinking"))
+    sid = start(engine, tmp_path, skip_permissions=True)
+    await run(engine, sink, sid, "start a server")
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pidfile.read_text())
+    turn_id, _ = engine.start_turn(sid, ["and wait"])
+    await sink.wait_for("item/agentMessage/delta", lambda e: e["turnId"] == turn_id)
+    await engine.close_session(sid)
+    done = await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, timeout=2)
+    assert done["status"] == "interrupted"
+    with pytest.raises(ProcessLookupError):
+        for _ in range(40):
+            os.kill(pid, 0)
+            await asyncio.sleep(0.05)
+    from turnstoned.core.errors import EngineError
+
+    with pytest.raises(EngineError) as info:
+        engine.start_turn(sid, ["hello?"])
+    assert info.value.kind == "sessionClosed"
+    assert [s.status for s in engine.list_sessions() if s.session_id == sid] == ["closed"]
+    reopened = engine.resume(sid)
+    assert reopened.history and engine.store.get_session(sid).closed is False
