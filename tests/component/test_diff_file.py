@@ -9,25 +9,17 @@ from typing import Any
 import msgspec
 import pytest
 
+from tests.tooling import prepare, run_auto, tool_ctx
 from turnstoned.tools import diff_file, edit_file
-from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput, ToolSettings
-
-
-def make_ctx(tmp_path: Path, **settings: Any) -> ToolContext:
-    env = SessionEnv(session_id="s", kind="interactive", cwd=tmp_path)
-    env.settings = ToolSettings(**settings)
-    return ToolContext(env=env)
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 def prep(ctx: ToolContext, **args: Any) -> PreparedCall:
-    return diff_file.prepare(msgspec.convert(args, diff_file.Args, strict=False), ctx)
+    return prepare(diff_file, ctx, **args)
 
 
 async def run(ctx: ToolContext, **args: Any) -> ToolOutput:
-    call = prep(ctx, **args)
-    assert call.error is None, call.error
-    assert not call.needs_approval
-    return await diff_file.execute(call, ctx)
+    return await run_auto(diff_file, ctx, **args)
 
 
 def numbered(n: int, changed: dict[int, str] | None = None) -> str:
@@ -38,27 +30,27 @@ def numbered(n: int, changed: dict[int, str] | None = None) -> str:
 async def test_two_files(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
     (tmp_path / "b.txt").write_text("one\n2\nthree\n")
-    out = await run(make_ctx(tmp_path), path_a="a.txt", path_b="b.txt")
+    out = await run(tool_ctx(tmp_path), path_a="a.txt", path_b="b.txt")
     assert out.content == "--- a.txt\n+++ b.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three"
     assert out.summary == "7 diff lines" and not out.is_error
 
 
 async def test_content_b_is_the_old_side(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("new line\n")
-    out = await run(make_ctx(tmp_path), path_a="a.txt", content_b="old line\n")
+    out = await run(tool_ctx(tmp_path), path_a="a.txt", content_b="old line\n")
     assert out.content == "--- (provided content)\n+++ a.txt\n@@ -1 +1 @@\n-old line\n+new line"
 
 
 async def test_identical(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("same\n")
-    out = await run(make_ctx(tmp_path), path_a="a.txt", content_b="same\n")
+    out = await run(tool_ctx(tmp_path), path_a="a.txt", content_b="same\n")
     assert out.content == "(no differences)" and out.summary == "identical"
 
 
 async def test_line_ending_only_difference_is_named(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(b"x\ny\n")
     (tmp_path / "b.txt").write_bytes(b"x\r\ny\r\n")
-    out = await run(make_ctx(tmp_path), path_a="a.txt", path_b="b.txt")
+    out = await run(tool_ctx(tmp_path), path_a="a.txt", path_b="b.txt")
     assert out.text().startswith("(no differences") and "line endings" in out.content
 
 
@@ -70,7 +62,7 @@ async def test_context_lines_default_and_clamp(tmp_path: Path, context: Any, exp
     args: dict[str, Any] = {"path_a": "a.txt", "content_b": numbered(60, {30: "changed"})}
     if context is not None:
         args["context_lines"] = context
-    out = await run(make_ctx(tmp_path), **args)
+    out = await run(tool_ctx(tmp_path), **args)
     context_lines = [line for line in out.text().splitlines() if line.startswith(" ")]
     assert len(context_lines) == 2 * expected
 
@@ -90,13 +82,13 @@ async def test_context_lines_default_and_clamp(tmp_path: Path, context: Any, exp
     ],
 )
 def test_argument_errors(tmp_path: Path, args: dict[str, Any], message: str) -> None:
-    assert prep(make_ctx(tmp_path), **args).error == message
+    assert prep(tool_ctx(tmp_path), **args).error == message
 
 
 async def test_binary_and_missing_files_use_read_file_texts(tmp_path: Path) -> None:
     (tmp_path / "blob").write_bytes(b"\0\1")
     (tmp_path / "a.txt").write_text("x\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     out = await run(ctx, path_a="a.txt", path_b="blob")
     assert out.is_error and out.content == (
         "Error: blob appears to be a binary file (contains null bytes). "
@@ -110,7 +102,7 @@ async def test_binary_and_missing_files_use_read_file_texts(tmp_path: Path) -> N
 async def test_both_files_satisfy_the_edit_guard(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n")
     (tmp_path / "b.txt").write_text("beta\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     await run(ctx, path_a="a.txt", path_b="b.txt")
     assert ctx.env.read_set == {os.path.realpath(tmp_path / n) for n in ("a.txt", "b.txt")}
     for name, old in (("a.txt", "alpha"), ("b.txt", "beta")):
@@ -121,7 +113,7 @@ async def test_both_files_satisfy_the_edit_guard(tmp_path: Path) -> None:
 async def test_a_large_diff_is_cut_but_still_counted(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("".join(f"old {i}\n" for i in range(5000)))
     (tmp_path / "b.txt").write_text("".join(f"new {i}\n" for i in range(5000)))
-    out = await run(make_ctx(tmp_path, truncation=2000), path_a="a.txt", path_b="b.txt")
+    out = await run(tool_ctx(tmp_path, truncation=2000), path_a="a.txt", path_b="b.txt")
     assert len(out.text()) < 2200
     assert out.text().endswith("of 10003 diff lines shown — output exceeded 2000 char limit]")
     assert out.summary == "10003 diff lines"
@@ -129,7 +121,7 @@ async def test_a_large_diff_is_cut_but_still_counted(tmp_path: Path) -> None:
 
 async def test_missing_final_newline_is_marked(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("x\ny")
-    out = await run(make_ctx(tmp_path), path_a="a.txt", content_b="x\ny\n")
+    out = await run(tool_ctx(tmp_path), path_a="a.txt", content_b="x\ny\n")
     assert out.content == (
         "--- (provided content)\n+++ a.txt\n@@ -1,2 +1,2 @@\n x\n-y\n+y\n"
         "\\ No newline at end of file"

@@ -9,16 +9,13 @@ from typing import Any
 
 import msgspec
 
+from tests.tooling import prepare, tool_ctx
 from turnstoned.tools import edit_file, read_file
-from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput
-
-
-def make_ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(env=SessionEnv(session_id="s", kind="interactive", cwd=tmp_path))
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 def prep(ctx: ToolContext, **args: Any) -> PreparedCall:
-    return edit_file.prepare(msgspec.convert(args, edit_file.Args, strict=False), ctx)
+    return prepare(edit_file, ctx, **args)
 
 
 async def run(ctx: ToolContext, **args: Any) -> tuple[PreparedCall, ToolOutput | None]:
@@ -40,7 +37,7 @@ async def made(tmp_path: Path, content: str | bytes, name: str = "f.txt") -> Too
         path.write_bytes(content)
     else:
         path.write_text(content)
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     await read(ctx, name)
     return ctx
 
@@ -58,7 +55,7 @@ async def test_single_replace(tmp_path: Path) -> None:
 
 
 async def test_missing_path(tmp_path: Path) -> None:
-    assert prep(make_ctx(tmp_path), old_string="a", new_string="b").error == "Error: missing path"
+    assert prep(tool_ctx(tmp_path), old_string="a", new_string="b").error == "Error: missing path"
 
 
 async def test_missing_old_string(tmp_path: Path) -> None:
@@ -84,7 +81,7 @@ async def test_not_found(tmp_path: Path) -> None:
 
 async def test_must_read_first(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("abc\n")
-    call = prep(make_ctx(tmp_path), path="f.txt", old_string="abc", new_string="x")
+    call = prep(tool_ctx(tmp_path), path="f.txt", old_string="abc", new_string="x")
     assert call.error == "Error: must read_file f.txt before editing it"
 
 
@@ -282,7 +279,7 @@ async def test_replace_all_false_as_a_string_is_false(tmp_path: Path) -> None:
 async def test_read_through_a_symlink_authorises_the_target(tmp_path: Path) -> None:
     (tmp_path / "real.txt").write_text("v1\n")
     (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     await read(ctx, "link.txt")
     _, out = await run(ctx, path="real.txt", old_string="v1", new_string="v2")
     assert out is not None and not out.is_error
@@ -292,7 +289,7 @@ async def test_read_through_a_symlink_authorises_the_target(tmp_path: Path) -> N
 async def test_reading_the_target_authorises_editing_via_the_link(tmp_path: Path) -> None:
     (tmp_path / "real.txt").write_text("v1\n")
     (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     await read(ctx, "real.txt")
     call, out = await run(ctx, path="link.txt", old_string="v1", new_string="v2")
     assert "→" in call.header and out is not None and not out.is_error
@@ -320,7 +317,7 @@ async def test_utf8_bom_is_preserved(tmp_path: Path) -> None:
 
 async def test_non_utf8_file_is_refused_not_mangled(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_bytes(b"caf\xe9 = 1\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     await read(ctx, "f.txt")
     call = prep(ctx, path="f.txt", old_string="1", new_string="2")
     assert call.error is not None and "is not UTF-8 text" in call.error

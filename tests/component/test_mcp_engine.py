@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import RecordingSink, write_config
 from tests.fakes.model_server import ScriptedModel, text, tool_calls
+from tests.turnkit import run, start, tool_messages
 from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
@@ -47,15 +48,6 @@ async def mcp_engine(sink: RecordingSink, model: ScriptedModel, isolated_home: P
     engine.terminate()
 
 
-async def run(engine: Engine, sink: RecordingSink, sid: str, prompt: str) -> dict[str, Any]:
-    turn_id, _ = engine.start_turn(sid, [prompt])
-    return await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, 20)
-
-
-def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in request["messages"] if m["role"] == "tool"]
-
-
 EVERYTHING = '[tools]\nsearch = "off"\n' + server_toml("ev", "everything.py", "--name", "ev")
 
 
@@ -63,7 +55,7 @@ EVERYTHING = '[tools]\nsearch = "off"\n' + server_toml("ev", "everything.py", "-
 async def test_model_calls_mcp_tool_with_approval(mcp_engine: Engine, sink: RecordingSink,
                                                   model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([("m1", "mcp__ev__echo", '{"text": "ping"}')]), text("ok"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    sid = start(mcp_engine, tmp_path)
     done = await run(mcp_engine, sink, sid, "echo")
     assert done["status"] == "completed"
     names = [t["function"]["name"] for t in model.requests[0]["tools"]]
@@ -80,7 +72,7 @@ async def test_model_calls_mcp_tool_with_approval(mcp_engine: Engine, sink: Reco
 async def test_is_error_is_a_tool_error(mcp_engine: Engine, sink: RecordingSink,
                                         model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([("f1", "mcp__ev__fail", '{"reason": "disk on fire"}')]), text("ok"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    sid = start(mcp_engine, tmp_path, skip_permissions=True)
     await run(mcp_engine, sink, sid, "fail")
     item = [e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall"][0]
     assert item["isError"] is True and item["status"] == "failed"
@@ -91,7 +83,7 @@ async def test_is_error_is_a_tool_error(mcp_engine: Engine, sink: RecordingSink,
 async def test_tool_list_change_reaches_the_next_model_call(
         mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([("a1", "mcp__ev__add_tool", '{"tool_name": "fresh_tool"}')]), text("added"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    sid = start(mcp_engine, tmp_path, skip_permissions=True)
     await run(mcp_engine, sink, sid, "add a tool")
     await wait(lambda: any(t.name == "mcp__ev__fresh_tool" for t in mcp_engine.mcp.tools()))
     model.push(tool_calls([("c1", "mcp__ev__fresh_tool", '{"text": "x"}')]), text("done"))
@@ -129,7 +121,7 @@ async def test_read_resource_and_use_prompt(mcp_engine: Engine, sink: RecordingS
                            ("u1", "use_prompt", json.dumps({"name": prompt.name,
                                                             "arguments": {"code": "x = 1"}}))]),
                text("ok"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    sid = start(mcp_engine, tmp_path)
     sink.answers.append(p.ApprovalResponse(decision="always"))
     await run(mcp_engine, sink, sid, "read")
     labels = {i["approvalLabel"] for i in sink.approvals[0]["items"]}
@@ -147,7 +139,7 @@ async def test_tool_search_defers_expands_and_keeps(mcp_engine: Engine, sink: Re
     assert len(mcp_engine.mcp.tools()) == 71
     model.push(tool_calls([("s1", "tool_search", '{"query": "t42"}')]),
                tool_calls([("c1", "mcp__many__t42", "{}")]), text("done"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    sid = start(mcp_engine, tmp_path, skip_permissions=True)
     await run(mcp_engine, sink, sid, "find t42")
     first = [t["function"]["name"] for t in model.requests[0]["tools"]]
     assert "tool_search" in first and not any(n.startswith("mcp__") for n in first)
@@ -168,7 +160,7 @@ async def test_tool_search_defers_expands_and_keeps(mcp_engine: Engine, sink: Re
 async def test_deferred_tool_is_not_callable_before_search(
         mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([("c1", "mcp__many__t07", "{}")]), text("ok"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    sid = start(mcp_engine, tmp_path, skip_permissions=True)
     await run(mcp_engine, sink, sid, "call it")
     assert tool_messages(model.requests[1])[0]["content"].startswith("Unknown tool: 'mcp__many__t07'")
 
@@ -194,7 +186,7 @@ async def test_project_mcp_json_servers_join(sink: RecordingSink, model: Scripte
 async def test_native_deferral_marks_deferred_tools(mcp_engine: Engine, sink: RecordingSink,
                                                     model: ScriptedModel, tmp_path: Path) -> None:
     model.push(text("ok"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    sid = start(mcp_engine, tmp_path)
     await run(mcp_engine, sink, sid, "hi")
     tools = model.requests[0]["tools"]
     names = [t["function"]["name"] for t in tools]
@@ -208,7 +200,7 @@ async def test_native_deferral_marks_deferred_tools(mcp_engine: Engine, sink: Re
 async def test_search_off_sends_every_tool(mcp_engine: Engine, sink: RecordingSink,
                                            model: ScriptedModel, tmp_path: Path) -> None:
     model.push(text("ok"))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path))).id
+    sid = start(mcp_engine, tmp_path)
     await run(mcp_engine, sink, sid, "hi")
     names = [t["function"]["name"] for t in model.requests[0]["tools"]]
     assert "tool_search" not in names and sum(n.startswith("mcp__") for n in names) == 71
@@ -218,7 +210,7 @@ async def test_search_off_sends_every_tool(mcp_engine: Engine, sink: RecordingSi
 async def test_interrupting_an_mcp_call_reports_unknown(mcp_engine: Engine, sink: RecordingSink,
                                                         model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([("h1", "mcp__ev__hang", "{}")]))
-    sid = mcp_engine.start_session(p.SessionStartParams(cwd=str(tmp_path), skip_permissions=True)).id
+    sid = start(mcp_engine, tmp_path, skip_permissions=True)
     turn_id, _ = mcp_engine.start_turn(sid, ["hang"])
     await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "h1")
     await asyncio.sleep(0.3)

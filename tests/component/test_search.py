@@ -10,31 +10,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
+from tests.tooling import prepare, run_auto, tool_ctx
 from turnstoned.tools import search
-from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput, ToolSettings
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 HAVE_RG = shutil.which("rg") is not None
 needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep is not installed")
 
 
-def make_ctx(tmp_path: Path, **settings: Any) -> ToolContext:
-    env = SessionEnv(session_id="s", kind="interactive", cwd=tmp_path)
-    env.settings = ToolSettings(**settings)
-    return ToolContext(env=env)
-
-
 def prep(ctx: ToolContext, **args: Any) -> PreparedCall:
-    return search.prepare(msgspec.convert(args, search.Args, strict=False), ctx)
+    return prepare(search, ctx, **args)
 
 
 async def run(ctx: ToolContext, **args: Any) -> ToolOutput:
-    call = prep(ctx, **args)
-    assert call.error is None, call.error
-    assert not call.needs_approval
-    return await search.execute(call, ctx)
+    return await run_auto(search, ctx, **args)
 
 
 @pytest.fixture
@@ -80,7 +71,7 @@ def write(root: Path, files: dict[str, str | bytes]) -> None:
 
 async def test_matches_are_sorted_by_path_then_line(tmp_path: Path) -> None:
     write(tmp_path, {"b.py": "x\nfoo = 2\n", "a.py": "foo\nbar\nfoo again\n", "c.py": "nothing\n"})
-    out = await run(make_ctx(tmp_path), query="foo")
+    out = await run(tool_ctx(tmp_path), query="foo")
     assert (
         out.content
         == "./a.py:1:foo\n./a.py:3:foo again\n./b.py:2:foo = 2\n\n(3 matches across 2 files)"
@@ -90,12 +81,12 @@ async def test_matches_are_sorted_by_path_then_line(tmp_path: Path) -> None:
 
 async def test_no_matches(tmp_path: Path) -> None:
     write(tmp_path, {"a.txt": "hello\n"})
-    out = await run(make_ctx(tmp_path), query="absent", path="a.txt")
+    out = await run(tool_ctx(tmp_path), query="absent", path="a.txt")
     assert out.content == "(no matches)" and not out.is_error
 
 
 def test_prepare_errors(tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     assert prep(ctx, query="").error == "Error: missing query"
     assert prep(ctx, query="x", path="nowhere").error == "Error: nowhere not found"
 
@@ -138,7 +129,7 @@ async def test_rg_and_grep_give_the_same_output(
     tmp_path: Path, grep_only: Callable[[], Any], query: str, path: str
 ) -> None:
     write(tmp_path, TREE)
-    with_rg, with_grep = await both(make_ctx(tmp_path), grep_only, query=query, path=path)
+    with_rg, with_grep = await both(tool_ctx(tmp_path), grep_only, query=query, path=path)
     assert with_rg.content == with_grep.content
     assert with_rg.is_error == with_grep.is_error is False
 
@@ -148,7 +139,7 @@ async def test_what_both_backends_skip_and_keep(
     tmp_path: Path, grep_only: Callable[[], Any]
 ) -> None:
     write(tmp_path, TREE)
-    for out in await both(make_ctx(tmp_path), grep_only, query="needle"):
+    for out in await both(tool_ctx(tmp_path), grep_only, query="needle"):
         text = out.text()
         assert "./src/build:1:" in text  # a *file* named like an excluded dir is searched
         for skipped in (".hidden", "./build/", "node_modules", "egg-info", "blob.bin"):
@@ -156,7 +147,7 @@ async def test_what_both_backends_skip_and_keep(
         assert "./src/win.txt:1:needle\n" in text  # CR not shown
         assert f"./long.txt:1:needle {'x' * 1017}...[truncated, line length > 1024]" in text
         assert text.count("./many.txt:") == 100  # per-file cap
-    for out in await both(make_ctx(tmp_path), grep_only, query="needle", path="build"):
+    for out in await both(tool_ctx(tmp_path), grep_only, query="needle", path="build"):
         assert out.content == (  # an excluded root is searched, excluded dirs below it are not
             "build/out.txt:1:needle\nbuild/sub/deep.txt:1:needle\n\n(2 matches across 2 files)"
         )
@@ -167,7 +158,7 @@ async def test_a_dashed_path_and_query_are_searched_not_obeyed(
     tmp_path: Path, grep_only: Callable[[], Any]
 ) -> None:
     write(tmp_path, TREE)
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     for out in await both(ctx, grep_only, query="needle", path="--pre=cmd"):
         assert out.content == "--pre=cmd/inside.txt:1:needle\n\n(1 matches across 1 files)"
     for out in await both(ctx, grep_only, query="-e", path="dash.txt"):
@@ -179,7 +170,7 @@ async def test_invalid_regex_is_an_error_from_either_backend(
     tmp_path: Path, grep_only: Callable[[], Any]
 ) -> None:
     write(tmp_path, {"a.txt": "x\n"})
-    with_rg, with_grep = await both(make_ctx(tmp_path), grep_only, query="(unclosed")
+    with_rg, with_grep = await both(tool_ctx(tmp_path), grep_only, query="(unclosed")
     assert with_rg.is_error and "regex" in with_rg.text()
     assert with_grep.is_error and "Unmatched" in with_grep.text()
 
@@ -190,7 +181,7 @@ async def test_ripgrep_respects_gitignore(tmp_path: Path) -> None:
     write(
         tmp_path, {".gitignore": "ignored.txt\n", "ignored.txt": "needle\n", "kept.txt": "needle\n"}
     )
-    out = await run(make_ctx(tmp_path), query="needle")
+    out = await run(tool_ctx(tmp_path), query="needle")
     assert out.content == "./kept.txt:1:needle\n\n(1 matches across 1 files)"
 
 
@@ -200,7 +191,7 @@ async def test_grep_is_used_when_rg_is_missing(
     write(tmp_path, {"a.txt": "needle\n"})
     with grep_only():
         assert search.backend() == ("grep", str(Path(os.environ["PATH"]) / "grep"))
-        out = await run(make_ctx(tmp_path), query="needle", path="a.txt")
+        out = await run(tool_ctx(tmp_path), query="needle", path="a.txt")
     assert out.content == "a.txt:1:needle\n\n(1 matches across 1 files)"
 
 
@@ -212,7 +203,7 @@ async def test_tier_two_shows_the_first_matches_per_file(tmp_path: Path) -> None
         tmp_path,
         {f"f{i:02}.txt": "".join(f"hit {j} {'y' * 90}\n" for j in range(50)) for i in range(30)},
     )
-    out = await run(make_ctx(tmp_path), query="hit")
+    out = await run(tool_ctx(tmp_path), query="hit")
     text = out.text()
     assert text.startswith(
         "(1500 matches across 30 files — showing first 5/file. Narrow the query or read_file "
@@ -255,7 +246,7 @@ def test_lines_without_path_and_number_are_dropped() -> None:
 async def test_output_over_the_byte_cap_is_marked(tmp_path: Path) -> None:
     line = "cap " + "w" * 990 + "\n"
     write(tmp_path, {f"d/f{i:02}.txt": line * 100 for i in range(45)})
-    out = await run(make_ctx(tmp_path), query="cap")
+    out = await run(tool_ctx(tmp_path), query="cap")
     assert not out.is_error
     assert out.summary is not None and out.summary.endswith("[capped]")
     assert "(raw output exceeded byte cap; results may be incomplete)" in out.text()
@@ -285,14 +276,14 @@ async def wait_until(check: Callable[[], bool], seconds: float = 5.0) -> bool:
 
 async def test_a_search_that_never_ends_times_out(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "stuck-fifo")
-    out = await run(make_ctx(tmp_path, timeout=1), query="x", path="stuck-fifo")
+    out = await run(tool_ctx(tmp_path, timeout=1), query="x", path="stuck-fifo")
     assert out.is_error and out.content == "Search timed out after 1s"
     await wait_until(lambda: not pids_with(str(tmp_path / "stuck-fifo")))
 
 
 async def test_cancelling_the_task_kills_the_child(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "cancel-fifo")
-    ctx = make_ctx(tmp_path, timeout=60)
+    ctx = tool_ctx(tmp_path, timeout=60)
     task = asyncio.create_task(run(ctx, query="x", path=str(tmp_path / "cancel-fifo")))
     await wait_until(lambda: bool(pids_with(str(tmp_path / "cancel-fifo"))))
     task.cancel()
@@ -303,7 +294,7 @@ async def test_cancelling_the_task_kills_the_child(tmp_path: Path) -> None:
 
 async def test_the_session_cancel_event_stops_the_search(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "stop-fifo")
-    ctx = make_ctx(tmp_path, timeout=60)
+    ctx = tool_ctx(tmp_path, timeout=60)
     task = asyncio.create_task(run(ctx, query="x", path=str(tmp_path / "stop-fifo")))
     await wait_until(lambda: bool(pids_with(str(tmp_path / "stop-fifo"))))
     ctx.cancel.set()

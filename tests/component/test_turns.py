@@ -12,29 +12,11 @@ import pytest
 
 from tests.conftest import RecordingSink, write_config
 from tests.fakes.model_server import ScriptedModel, error, hang, text, tool_calls
+from tests.turnkit import completed_tools, run, start, tool_messages
 from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
 from turnstoned.store import Store
-
-
-async def run(engine: Engine, sink: RecordingSink, session_id: str, prompt: str,
-              timeout: float = 15.0) -> dict[str, Any]:
-    turn_id, queued = engine.start_turn(session_id, [prompt])
-    assert not queued
-    return await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, timeout)
-
-
-def start(engine: Engine, cwd: Path, **kw: Any) -> str:
-    return engine.start_session(p.SessionStartParams(cwd=str(cwd), **kw)).id
-
-
-def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in request["messages"] if m["role"] == "tool"]
-
-
-def completed_tools(sink: RecordingSink) -> list[dict[str, Any]]:
-    return [e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall"]
 
 
 async def test_text_streams_and_turn_completes(engine: Engine, sink: RecordingSink,

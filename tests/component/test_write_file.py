@@ -12,16 +12,13 @@ from typing import Any
 
 import msgspec
 
+from tests.tooling import prepare, tool_ctx
 from turnstoned.tools import edit_file, read_file, write_file
-from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput
-
-
-def make_ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(env=SessionEnv(session_id="s", kind="interactive", cwd=tmp_path))
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 def prep(ctx: ToolContext, **args: Any) -> PreparedCall:
-    return write_file.prepare(msgspec.convert(args, write_file.Args, strict=False), ctx)
+    return prepare(write_file, ctx, **args)
 
 
 async def run(ctx: ToolContext, **args: Any) -> tuple[PreparedCall, ToolOutput]:
@@ -31,7 +28,7 @@ async def run(ctx: ToolContext, **args: Any) -> tuple[PreparedCall, ToolOutput]:
 
 
 async def test_new_file_with_parent_directories(tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     call, out = await run(ctx, path="a/b/new.txt", content="one\ntwo\n")
     assert call.needs_approval and call.label == "write_file"
     assert call.header == "⚙ write_file (write): a/b/new.txt (8 chars)"
@@ -42,7 +39,7 @@ async def test_new_file_with_parent_directories(tmp_path: Path) -> None:
 
 async def test_overwriting_an_unread_file_is_labelled_and_warned(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("keep\nold\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     call, out = await run(ctx, path="f.txt", content="keep\nnew\n")
     assert call.label == "overwrite_file"
     assert "⚠ overwriting existing file not previously read" in call.preview
@@ -52,7 +49,7 @@ async def test_overwriting_an_unread_file_is_labelled_and_warned(tmp_path: Path)
 
 async def test_overwriting_a_read_file_is_a_plain_write(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("old\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     args = msgspec.convert({"path": "f.txt"}, read_file.Args)
     await read_file.execute(read_file.prepare(args, ctx), ctx)
     call = prep(ctx, path="f.txt", content="new\n")
@@ -61,7 +58,7 @@ async def test_overwriting_a_read_file_is_a_plain_write(tmp_path: Path) -> None:
 
 async def test_append_mode(tmp_path: Path) -> None:
     (tmp_path / "log.txt").write_text("first\n")
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     call, out = await run(ctx, path="log.txt", content="second\n", mode=" APPEND ")
     assert call.label == "append_file"
     assert call.header == "⚙ write_file (append): log.txt (7 chars)"
@@ -72,12 +69,12 @@ async def test_append_mode(tmp_path: Path) -> None:
 
 async def test_unknown_mode_means_overwrite(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("old\n")
-    _, out = await run(make_ctx(tmp_path), path="f.txt", content="new\n", mode="bogus")
+    _, out = await run(tool_ctx(tmp_path), path="f.txt", content="new\n", mode="bogus")
     assert out.text().startswith("Wrote") and (tmp_path / "f.txt").read_text() == "new\n"
 
 
 async def test_missing_path_and_directory_targets(tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     assert prep(ctx, content="x").error == "Error: missing path"
     (tmp_path / "d").mkdir()
     assert prep(ctx, path="d", content="x").error == "Error: d is a directory, not a file"
@@ -85,12 +82,12 @@ async def test_missing_path_and_directory_targets(tmp_path: Path) -> None:
 
 async def test_unchanged_content_says_so(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("same\n")
-    call = prep(make_ctx(tmp_path), path="f.txt", content="same\n")
+    call = prep(tool_ctx(tmp_path), path="f.txt", content="same\n")
     assert "(no changes" in call.preview
 
 
 async def test_write_counts_as_read_for_edit_file(tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+    ctx = tool_ctx(tmp_path)
     await run(ctx, path="f.txt", content="alpha\n")
     args = {"path": "f.txt", "old_string": "alpha", "new_string": "beta"}
     call = edit_file.prepare(msgspec.convert(args, edit_file.Args), ctx)
@@ -100,7 +97,7 @@ async def test_write_counts_as_read_for_edit_file(tmp_path: Path) -> None:
 async def test_overwrite_is_atomic_keeps_mode_and_leaves_no_temp_files(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("echo old\n")
     os.chmod(tmp_path / "run.sh", 0o751)
-    await run(make_ctx(tmp_path), path="run.sh", content="echo new\n")
+    await run(tool_ctx(tmp_path), path="run.sh", content="echo new\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sh"]
     assert (tmp_path / "run.sh").stat().st_mode & 0o777 == 0o751
 
@@ -108,7 +105,7 @@ async def test_overwrite_is_atomic_keeps_mode_and_leaves_no_temp_files(tmp_path:
 async def test_writing_through_a_symlink_replaces_the_target(tmp_path: Path) -> None:
     (tmp_path / "real.txt").write_text("old\n")
     (tmp_path / "link.txt").symlink_to("real.txt")
-    call, _ = await run(make_ctx(tmp_path), path="link.txt", content="new\n")
+    call, _ = await run(tool_ctx(tmp_path), path="link.txt", content="new\n")
     assert f"Symlink: link.txt → {tmp_path / 'real.txt'}" in call.preview
     assert (tmp_path / "link.txt").is_symlink()
     assert (tmp_path / "real.txt").read_text() == "new\n"
@@ -116,7 +113,7 @@ async def test_writing_through_a_symlink_replaces_the_target(tmp_path: Path) -> 
 
 async def test_big_new_file_preview_is_capped(tmp_path: Path) -> None:
     content = "".join(f"line {i}\n" for i in range(50_000))
-    call = prep(make_ctx(tmp_path), path="big.txt", content=content)
+    call = prep(tool_ctx(tmp_path), path="big.txt", content=content)
     assert len(call.preview) < 20_000
     assert call.preview.endswith("... (preview truncated; the change goes on)")
 

@@ -216,13 +216,12 @@ class Engine:
         from turnstoned import tools as registry
 
         specs = registry.registry()
+        mcp_tools = self.mcp.tools()
         if session_id is None:
-            schemas = registry.TOOLS
-            mcp = self.services.mcp.tools() if self.services.mcp is not None else []
-            schemas = schemas + [t.openai_schema() for t in mcp]
+            schemas = registry.TOOLS + [t.openai_schema() for t in mcp_tools]
         else:
             schemas = self.get(session_id).toolset().schemas
-        servers = {t.name: t.server for t in (self.services.mcp.tools() if self.services.mcp else [])}
+        servers = {t.name: t.server for t in mcp_tools}
         out = []
         for schema in schemas:
             fn = schema["function"]
