@@ -1,21 +1,41 @@
-"""Generate the JSON Schema of protocol v1 from ``turnstoned.protocol``.
+"""Generate everything derived from ``turnstoned.protocol``.
 
-``python -m turnstoned.schema`` rewrites ``schema/protocol-v1.json``;
-``python -m turnstoned.schema --check`` exits 1 when the file is stale.
+``python -m turnstoned.schema`` rewrites the JSON Schema
+(``schema/protocol-v1.json``), the VS Code extension's TypeScript declarations
+(``clients/vscode/src/protocol.ts``), the Neovim plugin's Lua annotations and
+method constants (``clients/neovim/lua/turnstoned/protocol.lua``) and the
+method tables of ``docs/protocol.md``; ``--check`` exits 1 when any is stale.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from turnstoned import bindings
 from turnstoned import protocol as p
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema" / "protocol-v1.json"
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_FILE = ROOT / "schema" / "protocol-v1.json"
+TS_FILE = ROOT / "clients" / "vscode" / "src" / "protocol.ts"
+LUA_FILE = ROOT / "clients" / "neovim" / "lua" / "turnstoned" / "protocol.lua"
+DOCS_FILE = ROOT / "docs" / "protocol.md"
+
+
+def _aliases() -> dict[str, Any]:
+    """The protocol's named Literal and Union types (``ToolStatus``, ``Item``, ...)."""
+    found = {}
+    for name, value in vars(p).items():
+        if name.startswith("_") or typing.get_origin(value) not in (typing.Literal, typing.Union, types.UnionType):
+            continue
+        found[name] = value
+    return found
 
 
 def generate() -> dict[str, Any]:
@@ -48,16 +68,36 @@ def render() -> str:
     return json.dumps(generate(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def outputs() -> dict[Path, str]:
+    """Every generated file and the text it must hold."""
+    schema = generate()
+    aliases = _aliases()
+    alias_refs, _ = msgspec.json.schema_components(list(aliases.values()),
+                                                   ref_template="#/$defs/{name}")
+    alias_nodes = dict(zip(aliases, alias_refs, strict=True))
+    docs = DOCS_FILE.read_text(encoding="utf-8") if DOCS_FILE.exists() else ""
+    return {
+        SCHEMA_FILE: render(),
+        TS_FILE: bindings.render_typescript(schema, alias_nodes),
+        LUA_FILE: bindings.render_lua(schema, alias_nodes),
+        DOCS_FILE: bindings.splice_docs(docs, bindings.render_docs_tables(schema)),
+    }
+
+
+def stale() -> list[Path]:
+    return [path for path, text in outputs().items()
+            if not path.exists() or path.read_text(encoding="utf-8") != text]
+
+
 def main(argv: list[str]) -> int:
-    text = render()
     if "--check" in argv:
-        current = SCHEMA_FILE.read_text(encoding="utf-8") if SCHEMA_FILE.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{SCHEMA_FILE} is stale: run python -m turnstoned.schema\n")
-            return 1
-        return 0
-    SCHEMA_FILE.parent.mkdir(parents=True, exist_ok=True)
-    SCHEMA_FILE.write_text(text, encoding="utf-8")
+        paths = stale()
+        for path in paths:
+            sys.stderr.write(f"{path.relative_to(ROOT)} is stale: run python -m turnstoned.schema\n")
+        return 1 if paths else 0
+    for path, text in outputs().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -21,9 +21,28 @@ def test_every_contract_method_is_in_the_table() -> None:
     assert len(p.METHODS_BY_NAME) == len(p.METHODS)
 
 
-def test_committed_schema_matches_protocol() -> None:
-    assert schema.SCHEMA_FILE.read_text(encoding="utf-8") == schema.render(), (
-        "schema/protocol-v1.json is stale: run `python -m turnstoned.schema`")
+def test_generated_files_match_protocol() -> None:
+    """The schema, the TypeScript and Lua bindings and the docs tables all derive from the table."""
+    stale = [str(path.relative_to(schema.ROOT)) for path in schema.stale()]
+    assert not stale, f"{stale} stale: run `python -m turnstoned.schema`"
+
+
+def test_bindings_name_every_method() -> None:
+    outputs = schema.outputs()
+    ts, lua, docs = outputs[schema.TS_FILE], outputs[schema.LUA_FILE], outputs[schema.DOCS_FILE]
+    for method in p.METHODS:
+        assert f'"{method.name}"' in ts and f'"{method.name}"' in lua
+        assert f"| `{method.name}` |" in docs
+    assert "export type Item = " in ts and "---@alias turnstoned.Item " in lua
+    assert "export interface ToolCallItem {" in ts and "---@class turnstoned.ToolCallItem" in lua
+
+
+def test_binding_names() -> None:
+    from turnstoned import bindings
+
+    assert bindings.const_name("item/agentMessage/delta") == "itemAgentMessageDelta"
+    assert bindings.snake_name("mcpServer/statusChanged") == "mcp_server_status_changed"
+    assert bindings.const_name("$/cancelRequest") == "cancelRequest"
 
 
 def test_wire_names_are_camel_case() -> None:
