@@ -1,8 +1,8 @@
 """Phase 2: deciding whether a batch of prepared calls may run.
 
 Order of gates: nothing pending → run; blanket skip-permissions → run; every
-pending label already granted ("always", or ``tools.auto_approve_tools``) →
-run; otherwise one approval cycle is published to the editor as the request
+pending label already granted ("always", or ``tools.auto_approve_tools``) and
+every pending call grantable → run; otherwise one approval cycle is published to the editor as the request
 ``item/tool/requestApproval`` and its answer decides the whole batch.
 """
 
@@ -63,7 +63,7 @@ async def decide(sink: EventSink, policy: ApprovalPolicy, session_id: str, turn_
     if policy.skip_permissions:
         return Verdict(True, decision="auto")
     labels = {c.label for c in gated}
-    if labels <= (policy.grants | policy.configured):
+    if all(c.grantable for c in gated) and labels <= (policy.grants | policy.configured):
         return Verdict(True, decision="always")
     cycle_id = uuid.uuid4().hex
     call_ids = [c.call_id for c in calls]
@@ -91,7 +91,7 @@ async def decide(sink: EventSink, policy: ApprovalPolicy, session_id: str, turn_
         return Verdict(False, f"The editor could not be asked for approval ({exc})", "deny", cycle_id)
     feedback = (answer.feedback or "").strip() or None
     if answer.decision == "always":
-        policy.grants |= labels
+        policy.grants |= {c.label for c in gated if c.grantable}
         policy.on_grant(policy.grants)
     resolved(answer.decision)
     return Verdict(answer.decision in ("approve", "always"), feedback, answer.decision, cycle_id)

@@ -47,6 +47,9 @@ class PreparedCall:
     preview: str = ""
     needs_approval: bool = False
     approval_label: str | None = None
+    # False: no standing grant ("always", ``auto_approve_tools``) covers this call; it
+    # asks every time (a write outside the workspace, a credential path).
+    grantable: bool = True
     error: str | None = None
     data: Any = None  # tool-specific state handed from prepare to execute
     policy: BatchPolicy | None = None
