@@ -10,6 +10,10 @@
 3. Tool seam of one auto-approved read_file: from the client seeing the tool call's
    item/started to the model server receiving the follow-up request (prepare,
    execute, fold to SQLite, build the next request), and the whole extra round trip.
+4. Request throughput: 2,000 pipelined `daemon/health` requests, written at once, until
+   the last answer is read (frame reading, dispatch and answering).
+
+`--only cold,stream,seam,requests,bash,mcp` runs a subset.
 """
 
 from __future__ import annotations
@@ -292,19 +296,50 @@ def bench_seam(runs: int, env: dict[str, str], workdir: str) -> None:
     print(f"  whole extra round trip vs a text-only turn           {statistics.median(extra) * 1000:6.1f} ms")
 
 
+def bench_requests(runs: int, env: dict[str, str], n: int = 2000) -> None:
+    c = _LeanClient(env)
+    c.call("initialize", {"processId": None, "capabilities": {}})
+    c.send("initialized", {}, request=False)
+    c.call("daemon/health", None)
+    rates = []
+    for _ in range(runs):
+        assert c.proc.stdin is not None
+        batch = b"".join(_frame({"jsonrpc": "2.0", "id": 1_000_000 + i, "method": "daemon/health"})
+                         for i in range(n))
+        t0 = time.perf_counter()
+        c.proc.stdin.write(batch)
+        answered = 0
+        while answered < n:
+            answered += "result" in c.frame()
+        rates.append(n / (time.perf_counter() - t0))
+    c.close()
+    print(f"{n:,} pipelined daemon/health requests, median of {runs}:")
+    print(f"  {statistics.median(rates):9.0f} requests/s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--only", default="cold,stream,seam,requests,bash,mcp",
+                        help="comma-separated subset of the benchmarks")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as work:
         env = {**os.environ, "TURNSTONED_HOME": home, "TURNSTONED_MODEL": "scripted",
                "OPENAI_API_KEY": "sk-bench"}
-        bench_cold_start(args.runs, env)
-        bench_stream(args.runs, env, work)
-        bench_seam(args.runs, env, work)
-        bench_bash_stream(args.runs, env, work)
-        bench_bash_stream(3, env, work, n=10_000_000)
-        bench_mcp_startup(args.runs, env, work)
+        if "cold" in only:
+            bench_cold_start(args.runs, env)
+        if "stream" in only:
+            bench_stream(args.runs, env, work)
+        if "seam" in only:
+            bench_seam(args.runs, env, work)
+        if "requests" in only:
+            bench_requests(args.runs, env)
+        if "bash" in only:
+            bench_bash_stream(args.runs, env, work)
+            bench_bash_stream(3, env, work, n=10_000_000)
+        if "mcp" in only:
+            bench_mcp_startup(args.runs, env, work)
     return 0
 
 

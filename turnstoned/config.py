@@ -72,11 +72,17 @@ class MCPConfig(_Section):
     project_config: bool = True
 
 
+class DaemonConfig(_Section):
+    # A frame over this size is skipped and answered with an error.
+    max_frame_mib: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+
+
 class Config(_Section):
     model: ModelConfig = msgspec.field(default_factory=ModelConfig)
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)
+    daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
 
 
 _AT = re.compile(r" - at `\$\.?([^`]*)`$")

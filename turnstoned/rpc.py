@@ -117,7 +117,44 @@ class _Notification(msgspec.Struct):
     jsonrpc: str = "2.0"
 
 
+class _Error(msgspec.Struct):
+    code: int
+    message: str
+    data: dict[str, str]
+
+
+class _ErrorResponse(msgspec.Struct):
+    id: int | str | None
+    error: _Error
+    jsonrpc: str = "2.0"
+
+
 _encoder = msgspec.json.Encoder()
+
+
+def write_frame(writer: Any, message: Any) -> None:
+    """Encode ``message`` with msgspec and write it as one Content-Length frame."""
+    body = _encoder.encode(message)
+    writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def kind_of(code: int) -> str:
+    """The ``data.kind`` of an error code (``internal`` for codes outside the protocol)."""
+    try:
+        return ERROR_KINDS[ErrorCode(code)]
+    except ValueError:
+        return "internal"
+
+
+def send_error(writer: Any, msg_id: int | str | None, code: ErrorCode, message: str) -> None:
+    """Answer a request the handlers never saw (bad frame, bad envelope, unknown method)."""
+    if writer is None:
+        return
+    try:
+        write_frame(writer, _ErrorResponse(id=msg_id, error=_Error(
+            code=int(code), message=message, data={"kind": ERROR_KINDS[code]})))
+    except (OSError, ValueError) as exc:  # the client went away
+        log.debug("error response not sent: %s", exc)
 
 
 class PyglsSink:
@@ -132,9 +169,8 @@ class PyglsSink:
         writer = self.protocol.writer
         if writer is None:
             return
-        body = _encoder.encode(_Notification(method=method, params=params))
         try:
-            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            write_frame(writer, _Notification(method=method, params=params))
         except (OSError, ValueError) as exc:  # the client went away; the turn goes on
             log.debug("notification %s not sent: %s", method, exc)
 

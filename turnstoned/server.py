@@ -8,41 +8,28 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from turnstoned import __version__, rpc
 from turnstoned import protocol as p
 from turnstoned.handlers import build
+from turnstoned.transport import DaemonProtocol, StdioTransport, served_methods
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from turnstoned.config import Config
     from turnstoned.core.engine import Engine
 
 log = logging.getLogger(__name__)
 
 
-class _Protocol(LanguageServerProtocol):
-    """Adds turnstoned's capabilities to the ``initialize`` answer."""
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(self, params: lsp.InitializeParams) -> Generator[Any, Any, lsp.InitializeResult]:
-        result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "turnstoned": {
-                "protocolVersion": p.PROTOCOL_VERSION,
-                "methods": [m.name for m in p.METHODS if m.direction == "client->daemon"],
-            }
-        }
-        self._server.ready = True  # type: ignore[attr-defined]
-        return result
-
-
 class Daemon(LanguageServer):
     ready = False
+    holder: EngineHolder
 
 
 def _prewarm() -> None:
@@ -64,6 +51,7 @@ class EngineHolder:
         self.overrides = overrides
         self.engine: Engine | None = None
         self.error: str | None = None
+        self.on_config: Callable[[Config], None] = lambda cfg: None
         self._loaded = False
 
     def load(self) -> None:
@@ -76,6 +64,7 @@ class EngineHolder:
 
         try:
             cfg = config.with_overrides(config.load(), self.overrides)
+            self.on_config(cfg)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
             self.engine.start()
         except config.ConfigError as exc:
@@ -96,7 +85,7 @@ class EngineHolder:
 
 
 def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
-    server = Daemon("turnstoned", __version__, protocol_cls=_Protocol,
+    server = Daemon("turnstoned", __version__, protocol_cls=DaemonProtocol,
                     converter_factory=rpc.converter)
     holder = EngineHolder(rpc.PyglsSink(server.protocol), overrides or {})
     handlers = build(holder.get)
@@ -127,7 +116,7 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
         if holder.engine is not None:
             await holder.engine.shutdown()
 
-    server.holder = holder  # type: ignore[attr-defined]
+    server.holder = holder
     return server
 
 
@@ -152,37 +141,43 @@ def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     rpc.install_log_filter()
     out = _claim_stdout()
     server = create(overrides)
+    code = 0
     try:
-        asyncio.run(_serve(server, sys.stdin.buffer, out))
-    except (KeyboardInterrupt, SystemExit):
-        pass  # `exit` ends the process through SystemExit
+        code = asyncio.run(_serve(server, sys.stdin.buffer, out))
+    except KeyboardInterrupt:
+        code = 130
     finally:
-        engine = server.holder.engine  # type: ignore[attr-defined]
+        engine = server.holder.engine
         if engine is not None:
             engine.terminate()
-    return 0
+    return code
 
 
-async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """pygls' stdio loop, then a graceful engine shutdown while the loop still runs.
+async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Serve until stdin closes or `exit`, then shut the engine down while the loop runs.
 
     The editor may just close our stdin (no shutdown request): turns still get
     their receipts and MCP servers and background shells are stopped.
     """
-    from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+    from pygls.io_ import StdoutWriter
 
-    stop = threading.Event()
-    server._stop_event = stop
     server.protocol.set_writer(StdoutWriter(stdout))
+    link = StdioTransport(server.protocol, served_methods())
+    server.holder.on_config = lambda cfg: link.frames.__setattr__(
+        "max_frame", cfg.daemon.max_frame_mib << 20)
+    await link.start(stdin)
+    assert link.done is not None
+    reason = "eof"
     try:
-        await run_async(stop_event=stop, reader=StdinAsyncReader(stdin, server.thread_pool),
-                        protocol=server.protocol, logger=log,
-                        error_handler=server.report_server_error)
+        reason = await link.done
     finally:
-        engine = server.holder.engine  # type: ignore[attr-defined]
+        engine = server.holder.engine
         if engine is not None:
             try:
                 await asyncio.wait_for(engine.shutdown(), 10)
             except (TimeoutError, OSError) as exc:
                 log.warning("engine shutdown incomplete: %s", exc)
-        server.shutdown()  # type: ignore[no-untyped-call]
+    log.info("stopped (%s)", reason)
+    # LSP: `exit` without a `shutdown` first is an abnormal end.
+    protocol: DaemonProtocol = server.protocol  # type: ignore[assignment]
+    return 1 if reason == "exit" and not protocol.shut_down else 0

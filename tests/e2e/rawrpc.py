@@ -104,6 +104,18 @@ class RawDaemon:
                 self._cond.wait(left)
             return self._responses.pop(msg_id)
 
+    def wait_response(self, msg_id: Any, timeout: float = 15) -> dict[str, Any]:
+        """The response with ``msg_id`` (None: one answering no usable id), removed once read."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while msg_id not in self._responses:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise TimeoutError(f"no response {msg_id!r}; stderr: "
+                                       f"{''.join(self.stderr_lines)[-2000:]}")
+                self._cond.wait(left)
+            return self._responses.pop(msg_id)
+
     def result(self, method: str, params: Any = None, timeout: float = 15) -> Any:
         answer = self.request(method, params, timeout)
         assert "error" not in answer, answer
