@@ -2,15 +2,49 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from turnstoned import protocol as p
+from turnstoned.rpc import RpcError
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine
 
 Handler = Callable[[Any], Awaitable[Any]]
+
+MAX_PATH_BYTES = 4096
+
+
+def directory_param(value: str | None, field: str) -> str | None:
+    """An absolute directory from a path or a ``file://`` URI, or -32602 naming ``field``."""
+    if value is None:
+        return None
+
+    def bad(problem: str) -> RpcError:
+        return RpcError(p.ErrorCode.INVALID_PARAMS, f"Invalid params: {problem} - at `params.{field}`")
+
+    if len(value.encode()) > MAX_PATH_BYTES:
+        raise bad(f"longer than {MAX_PATH_BYTES} bytes")
+    if value.lower().startswith("file:"):
+        uri = urlsplit(value)
+        if uri.netloc not in ("", "localhost"):
+            raise bad(f"a file URI on another host ({uri.netloc})")
+        value = unquote(uri.path)
+    if "\0" in value:
+        raise bad("contains a NUL character")
+    path = os.path.expanduser(value)
+    if not os.path.isabs(path):
+        raise bad("must be an absolute path or a file:// URI")
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
+        raise bad(f"cannot be resolved ({exc})") from exc
 
 
 def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
@@ -21,6 +55,9 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     """
 
     async def session_start(params: p.SessionStartParams) -> p.SessionStartResult:
+        params = msgspec.structs.replace(
+            params, cwd=directory_param(params.cwd, "cwd"),
+            workspace=directory_param(params.workspace, "workspace"))
         return p.SessionStartResult(session_id=get_engine().start_session(params).id)
 
     async def session_list(_: None) -> p.SessionListResult:

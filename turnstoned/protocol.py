@@ -33,6 +33,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
     SERVER_NOT_INITIALIZED = -32002
+    REQUEST_CANCELLED = -32800
     SESSION_NOT_FOUND = -32010
     SESSION_CLOSED = -32011
     TURN_NOT_FOUND = -32012
@@ -47,6 +48,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.INVALID_PARAMS: "invalidParams",
     ErrorCode.INTERNAL_ERROR: "internal",
     ErrorCode.SERVER_NOT_INITIALIZED: "serverNotInitialized",
+    ErrorCode.REQUEST_CANCELLED: "requestCancelled",
     ErrorCode.SESSION_NOT_FOUND: "sessionNotFound",
     ErrorCode.SESSION_CLOSED: "sessionClosed",
     ErrorCode.TURN_NOT_FOUND: "turnNotFound",

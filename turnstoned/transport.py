@@ -53,6 +53,14 @@ class DaemonProtocol(LanguageServerProtocol):
         self._server.ready = True  # type: ignore[attr-defined]
         return result
 
+    def _send_response(self, msg_id: Any, result: Any = None,
+                       error: lsp.ResponseError | None = None) -> None:
+        """Every error leaves with ``data: {kind}`` only: never a traceback, whatever raised."""
+        if error is not None:
+            error = lsp.ResponseError(code=error.code, message=(error.message or "error")[:4000],
+                                      data={"kind": rpc.kind_of(error.code)})
+        super()._send_response(msg_id, result, error)
+
     @property
     def shut_down(self) -> bool:
         """``shutdown`` was answered: only ``exit`` is expected now."""

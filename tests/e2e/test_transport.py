@@ -91,3 +91,63 @@ def test_garbage_between_frames_is_skipped(daemon: RawDaemon) -> None:
     assert err["code"] == -32700 and err["data"]["kind"] == "parseError"
     daemon.write(health_body("g2"))
     assert "result" in answer(daemon, "g2")
+
+
+def assert_clean(reply: dict[str, Any]) -> None:
+    """An error with a stable kind and nothing else in data: never a traceback."""
+    assert set(reply["error"]["data"]) == {"kind"}, reply
+    assert "Traceback" not in json.dumps(reply) and 'File "' not in json.dumps(reply)
+
+
+@pytest.mark.parametrize(("msg", "answer_id"), [
+    ({"jsonrpc": "2.0", "id": [1, 2], "method": "daemon/health"}, None),
+    ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "daemon/health"}, None),
+    ({"jsonrpc": "2.0", "id": True, "method": "daemon/health"}, None),
+    ({"jsonrpc": "2.0", "id": None, "method": "daemon/health"}, None),
+    ({"jsonrpc": "2.0", "id": "m1", "method": 42}, "m1"),
+    ({"jsonrpc": "2.0", "id": "m2", "method": None}, "m2"),
+    ({"jsonrpc": "1.0", "id": "m3", "method": "daemon/health"}, "m3"),
+    ({"id": "m4", "method": "daemon/health"}, "m4"),
+    ({"jsonrpc": "2.0", "id": "m5"}, "m5"),
+    ([{"jsonrpc": "2.0", "id": "m6", "method": "daemon/health"}], None),
+    ("just a string", None),
+])
+def test_invalid_envelopes_get_32600(daemon: RawDaemon, msg: Any, answer_id: Any) -> None:
+    daemon.send(msg)
+    reply = answer(daemon, answer_id)
+    assert reply["error"]["code"] == -32600 and reply["error"]["data"]["kind"] == "invalidRequest"
+    assert_clean(reply)
+    assert "result" in daemon.request("daemon/health")
+
+
+def test_params_that_do_not_fit_an_lsp_method_are_32602(daemon: RawDaemon) -> None:
+    reply = daemon.request("initialize", {"processId": "not a number", "capabilities": 7})
+    assert reply["error"]["code"] == -32602
+    assert_clean(reply)
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("cwd", "/" + "a" * 5000, "longer than 4096 bytes"),
+    ("cwd", "/tmp/a\u0000b", "NUL"),
+    ("cwd", "relative/dir", "absolute path"),
+    ("cwd", "file://elsewhere.example/tmp", "another host"),
+    ("workspace", "/" + "w" * 5000, "longer than 4096 bytes"),
+    ("workspace", "x\u0000", "NUL"),
+    ("workspace", "not/absolute", "absolute path"),
+])
+def test_bad_directories_are_32602_naming_the_field(daemon: RawDaemon, tmp_path: Path, field: str,
+                                                     value: str, problem: str) -> None:
+    params = {"cwd": str(tmp_path), field: value}
+    reply = daemon.request("session/start", params)
+    err = reply["error"]
+    assert err["code"] == -32602 and f"params.{field}" in err["message"] and problem in err["message"]
+    assert_clean(reply)
+
+
+def test_a_file_uri_is_taken_as_the_path_it_names(daemon: RawDaemon, tmp_path: Path) -> None:
+    spaced = tmp_path / "my project"
+    spaced.mkdir()
+    uri = "file://" + str(spaced).replace(" ", "%20")
+    sid = daemon.result("session/start", {"cwd": uri, "workspace": uri})["sessionId"]
+    info = next(s for s in daemon.result("session/list")["sessions"] if s["sessionId"] == sid)
+    assert info["cwd"] == str(spaced)
