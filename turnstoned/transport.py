@@ -43,15 +43,20 @@ class DaemonProtocol(LanguageServerProtocol):
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams) -> Generator[Any, Any, lsp.InitializeResult]:
+        """Advertise what the daemon serves and nothing of pygls' defaults: an LSP host
+        (vscode-languageclient, ``vim.lsp.start``) must not stream open buffers to it."""
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "turnstoned": {
+        self.server_capabilities = lsp.ServerCapabilities(
+            text_document_sync=lsp.TextDocumentSyncOptions(
+                open_close=False, change=lsp.TextDocumentSyncKind.None_),
+            experimental={"turnstoned": {
                 "protocolVersion": p.PROTOCOL_VERSION,
                 "methods": [m.name for m in p.METHODS if m.direction == "client->daemon"],
-            }
-        }
+            }},
+        )
         self._server.ready = True  # type: ignore[attr-defined]
-        return result
+        return lsp.InitializeResult(capabilities=self.server_capabilities,
+                                    server_info=result.server_info)
 
     def _send_response(self, msg_id: Any, result: Any = None,
                        error: lsp.ResponseError | None = None) -> None:

@@ -151,3 +151,31 @@ def test_a_file_uri_is_taken_as_the_path_it_names(daemon: RawDaemon, tmp_path: P
     sid = daemon.result("session/start", {"cwd": uri, "workspace": uri})["sessionId"]
     info = next(s for s in daemon.result("session/list")["sessions"] if s["sessionId"] == sid)
     assert info["cwd"] == str(spaced)
+
+
+def test_initialize_advertises_only_what_is_served(isolated_home: Path) -> None:
+    d = RawDaemon({"TURNSTONED_HOME": str(isolated_home)})
+    try:
+        caps = d.initialize()["capabilities"]
+        assert set(caps) == {"textDocumentSync", "experimental"}
+        assert caps["textDocumentSync"] == {"openClose": False, "change": 0}
+    finally:
+        d.close()
+
+
+@pytest.mark.parametrize("method", ["textDocument/completion", "workspace/executeCommand",
+                                    "textDocument/hover", "workspace/symbol", "$/unknown"])
+def test_lsp_requests_not_served_get_32601_with_kind(daemon: RawDaemon, method: str) -> None:
+    reply = daemon.request(method, {"textDocument": {"uri": "file:///x"},
+                                    "position": {"line": 0, "character": 0}, "command": "c"})
+    assert reply["error"]["code"] == -32601 and reply["error"]["data"] == {"kind": "methodNotFound"}
+
+
+def test_lsp_notifications_not_served_are_ignored_quietly(daemon: RawDaemon) -> None:
+    for method in ("textDocument/didOpen", "textDocument/didChange", "textDocument/didClose",
+                   "workspace/didChangeWorkspaceFolders", "$/setTrace", "$/progress"):
+        daemon.send({"jsonrpc": "2.0", "method": method, "params": {
+            "textDocument": {"uri": "file:///x", "languageId": "py", "version": 1, "text": "x"}}})
+    assert "result" in daemon.request("daemon/health")
+    assert not daemon.of("window/showMessage") and not daemon.of("window/logMessage")
+    assert len(daemon._responses) == 0  # nothing answered the notifications
