@@ -378,6 +378,12 @@ class SessionNotice(Wire, kw_only=True):
     data: dict[str, Any] = {}
 
 
+class CancelParams(Wire, kw_only=True):
+    """The id of a request that is withdrawn (LSP's ``$/cancelRequest``)."""
+
+    id: int | str
+
+
 # ---------------------------------------------------------------- daemon -> client requests
 
 
@@ -454,6 +460,8 @@ METHODS: tuple[Method, ...] = (
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
+    _note("$/cancelRequest", CancelParams,
+          "A daemon request (an approval) is withdrawn: close its dialog; a late answer is ignored."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
 )

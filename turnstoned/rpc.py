@@ -184,7 +184,7 @@ class PyglsSink:
             # Withdraw the question: a late answer is then ignored as unknown.
             self.protocol._request_futures.pop(msg_id, None)
             self.protocol._result_types.pop(msg_id, None)
-            self.protocol.notify("$/cancelRequest", {"id": msg_id})
+            self.notify("$/cancelRequest", p.CancelParams(id=msg_id))
             raise
         try:
             return msgspec.convert(raw, p.ApprovalResponse)

@@ -39,6 +39,13 @@ export interface ApprovalResponse {
   feedback?: string | null;
 }
 
+/**
+ * The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
+ */
+export interface CancelParams {
+  id: number | string;
+}
+
 export interface DaemonHealthResult {
   version: string;
   protocolVersion: number;
@@ -352,6 +359,7 @@ export const Method = {
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   mcpServerStatusChanged: "mcpServer/statusChanged",
+  cancelRequest: "$/cancelRequest",
   itemToolRequestApproval: "item/tool/requestApproval",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -385,6 +393,7 @@ export interface DaemonNotifications {
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "mcpServer/statusChanged": McpServerInfo;
+  "$/cancelRequest": CancelParams;
 }
 
 /** Requests the daemon sends; the client answers. */

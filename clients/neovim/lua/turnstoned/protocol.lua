@@ -32,6 +32,9 @@
 ---@field decision 'always'|'approve'|'deny'
 ---@field feedback? string|nil
 
+---@class turnstoned.CancelParams The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
+---@field id integer|string
+
 ---@class turnstoned.DaemonHealthResult
 ---@field version string
 ---@field protocolVersion integer
@@ -294,6 +297,7 @@ M.methods = {
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   mcp_server_status_changed = "mcpServer/statusChanged",
+  cancel_request = "$/cancelRequest",
   item_tool_request_approval = "item/tool/requestApproval",
 }
 
@@ -322,6 +326,7 @@ M.directions = {
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
+  ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
 }
 
