@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
+import signal
 import sqlite3
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -19,7 +21,7 @@ from turnstoned.handlers import build
 from turnstoned.transport import DaemonProtocol, StdioTransport, served_methods
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Coroutine
 
     from turnstoned.config import Config
     from turnstoned.core.engine import Engine
@@ -135,7 +137,7 @@ def _claim_stdout() -> BinaryIO:
     return out
 
 
-def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
+def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> NoReturn:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
@@ -143,41 +145,85 @@ def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     server = create(overrides)
     code = 0
     try:
-        code = asyncio.run(_serve(server, sys.stdin.buffer, out))
-    except KeyboardInterrupt:
+        code = _run_bounded(_serve(server, sys.stdin.buffer, out))
+    except KeyboardInterrupt:  # a signal before the loop's handlers were in place
         code = 130
     finally:
         engine = server.holder.engine
         if engine is not None:
             engine.terminate()
-    return code
+    _finish(code)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNAL_GRACE = 1.2  # seconds for turns to write their receipts after a signal
+EOF_GRACE = 10.0  # the editor closed stdin: turns and MCP servers may take longer
 
 
 async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve until stdin closes or `exit`, then shut the engine down while the loop runs.
+    """Serve until stdin closes, `exit` or a stop signal, then shut the engine down.
 
     The editor may just close our stdin (no shutdown request): turns still get
-    their receipts and MCP servers and background shells are stopped.
+    their receipts and MCP servers and background shells are stopped. After a
+    signal that shutdown is bounded so the process ends within two seconds.
     """
     from pygls.io_ import StdoutWriter
 
+    loop = asyncio.get_running_loop()
     server.protocol.set_writer(StdoutWriter(stdout))
     link = StdioTransport(server.protocol, served_methods())
     server.holder.on_config = lambda cfg: link.frames.__setattr__(
         "max_frame", cfg.daemon.max_frame_mib << 20)
+    budget: asyncio.Timeout | None = None
+
+    def on_signal(sig: signal.Signals) -> None:
+        link.close(f"signal {sig.name}")
+        if budget is not None and (when := budget.when()) is not None:
+            budget.reschedule(min(when, loop.time() + SIGNAL_GRACE))
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     await link.start(stdin)
     assert link.done is not None
-    reason = "eof"
-    try:
-        reason = await link.done
-    finally:
-        engine = server.holder.engine
-        if engine is not None:
-            try:
-                await asyncio.wait_for(engine.shutdown(), 10)
-            except (TimeoutError, OSError) as exc:
-                log.warning("engine shutdown incomplete: %s", exc)
-    log.info("stopped (%s)", reason)
+    reason = await link.done
+    log.info("stopping (%s)", reason)
+    engine = server.holder.engine
+    if engine is not None:
+        try:
+            async with asyncio.timeout(EOF_GRACE if reason == "eof" else SIGNAL_GRACE) as budget:
+                await engine.shutdown()
+        except TimeoutError:
+            log.warning("engine shutdown incomplete after %s; stopping anyway", reason)
+        except OSError as exc:
+            log.warning("engine shutdown failed: %s", exc)
     # LSP: `exit` without a `shutdown` first is an abnormal end.
     protocol: DaemonProtocol = server.protocol  # type: ignore[assignment]
     return 1 if reason == "exit" and not protocol.shut_down else 0
+
+
+def _run_bounded(main: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run`` without its unbounded waits: tasks that ignore cancellation and
+    threads blocked in a read (the default executor) do not hold the process."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=0.5))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # leaves executor threads running instead of joining them
+
+
+def _finish(code: int) -> NoReturn:
+    """End the process once everything was stopped explicitly. The interpreter's own
+    exit would join worker threads (one may be blocked in a read for good) and tear
+    down every module, which can take longer than a signal's two seconds."""
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)
