@@ -12,8 +12,11 @@
    execute, fold to SQLite, build the next request), and the whole extra round trip.
 4. Request throughput: 2,000 pipelined `daemon/health` requests, written at once, until
    the last answer is read (frame reading, dispatch and answering).
+5. First run: only OPENAI_BASE_URL set, the server lists one model. Spawn ->
+   `initialize` answered (the discovery must not sit on it), and spawn -> the first
+   `daemon/health` naming the discovered model.
 
-`--only cold,stream,seam,requests,bash,mcp` runs a subset.
+`--only cold,stream,seam,requests,first,bash,mcp` runs a subset.
 """
 
 from __future__ import annotations
@@ -178,6 +181,7 @@ def bench_mcp_startup(runs: int, env: dict[str, str], workdir: str) -> None:
         for i in range(5)))
     daemon = [sys.executable, "-m", "turnstoned"]
     five_env = {**env, "TURNSTONED_CONFIG": str(cfg)}
+    Path(workdir, "none.toml").write_text("")
     none_env = {**env, "TURNSTONED_CONFIG": str(Path(workdir, "none.toml"))}
     none, five = [], []
     for _ in range(runs):
@@ -317,10 +321,29 @@ def bench_requests(runs: int, env: dict[str, str], n: int = 2000) -> None:
     print(f"  {statistics.median(rates):9.0f} requests/s")
 
 
+def bench_first_run(runs: int, env: dict[str, str]) -> None:
+    first_env = {k: v for k, v in env.items() if k != "TURNSTONED_MODEL"}
+    with ScriptedModel() as model:
+        first_env["OPENAI_BASE_URL"] = model.base_url
+        init, named = [], []
+        for _ in range(runs + 1):
+            t0 = time.perf_counter()
+            c = _LeanClient(first_env)
+            c.call("initialize", {"processId": None, "capabilities": {}})
+            init.append(time.perf_counter() - t0)
+            c.send("initialized", {}, request=False)
+            assert c.call("daemon/health", None)["model"] == "scripted"
+            named.append(time.perf_counter() - t0)
+            c.close()
+    print(f"first run, only OPENAI_BASE_URL set, median of {runs}:")
+    print(f"  spawn -> initialize answered            {statistics.median(init[1:]) * 1000:7.1f} ms")
+    print(f"  spawn -> daemon/health names the model  {statistics.median(named[1:]) * 1000:7.1f} ms")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--only", default="cold,stream,seam,requests,bash,mcp",
+    parser.add_argument("--only", default="cold,stream,seam,requests,first,bash,mcp",
                         help="comma-separated subset of the benchmarks")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -335,6 +358,8 @@ def main() -> int:
             bench_seam(args.runs, env, work)
         if "requests" in only:
             bench_requests(args.runs, env)
+        if "first" in only:
+            bench_first_run(args.runs, env)
         if "bash" in only:
             bench_bash_stream(args.runs, env, work)
             bench_bash_stream(3, env, work, n=10_000_000)

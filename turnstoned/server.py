@@ -17,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 
 from turnstoned import __version__, rpc
 from turnstoned import protocol as p
-from turnstoned.handlers import build
+from turnstoned.handlers import Handler, build
 from turnstoned.transport import DaemonProtocol, StdioTransport, served_methods
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ class EngineHolder:
         self.error: str | None = None
         self.on_config: Callable[[Config], None] = lambda cfg: None
         self._loaded = False
+        self._discovery: asyncio.Task[None] | None = None
 
     def load(self) -> None:
         if self._loaded:
@@ -69,6 +70,7 @@ class EngineHolder:
             self.on_config(cfg)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
             self.engine.start()
+            self._discover(cfg)
         except config.ConfigError as exc:
             self.error = str(exc)
         except (OSError, sqlite3.Error) as exc:
@@ -78,6 +80,35 @@ class EngineHolder:
             self.error = f"the engine failed to start: {type(exc).__name__}: {exc}"
         if self.error:
             log.error("%s", self.error)
+
+    def _discover(self, cfg: Config) -> None:
+        """No model named, a server URL given: ask the server in the background."""
+        from turnstoned.config import discovery_target
+
+        target = discovery_target(cfg.model)
+        if target is not None:
+            self._discovery = asyncio.get_running_loop().create_task(self._use_only_model(*target))
+
+    async def _use_only_model(self, url: str, key: str) -> None:
+        from turnstoned.config import with_overrides
+        from turnstoned.llm.discovery import only_model
+
+        name = await asyncio.to_thread(only_model, url, key)
+        if name is not None and self.engine is not None:
+            self.engine.config = with_overrides(self.engine.config, {"model": {"name": name}})
+
+    async def settled(self) -> None:
+        """Load the engine and wait for a model discovery that is under way."""
+        self.load()
+        if self._discovery is not None:
+            await asyncio.shield(self._discovery)
+
+    def after_discovery(self, fn: Handler) -> Handler:
+        async def wrapped(params: Any) -> Any:
+            await self.settled()
+            return await fn(params)
+
+        return wrapped
 
     def get(self) -> Engine:
         self.load()
@@ -93,13 +124,14 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
     handlers = build(holder.get)
 
     async def health(_: Any) -> p.DaemonHealthResult:
-        holder.load()
+        await holder.settled()
         if holder.engine is None:
             return p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
                                         sessions=0, config_error=holder.error, mcp=p.McpHealth())
         return holder.engine.health()
 
     handlers["daemon/health"] = health
+    handlers["turn/start"] = holder.after_discovery(handlers["turn/start"])
     for method in p.METHODS:
         if method.direction == "client->daemon":
             fn = rpc.typed_handler(method, handlers[method.name], lambda: server.ready)
