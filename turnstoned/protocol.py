@@ -384,6 +384,61 @@ class CancelParams(Wire, kw_only=True):
     id: int | str
 
 
+class ShowMessageParams(Wire, kw_only=True):
+    """LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log."""
+
+    type: int
+    message: str
+
+
+# ---------------------------------------------------------------- the LSP lifecycle
+
+
+class ClientInfo(Wire, kw_only=True):
+    name: str
+    version: str | None = None
+
+
+class InitializeParams(Wire, kw_only=True):
+    """LSP's ``initialize`` params. The daemon reads none of them: sessions get their
+    directories from ``session/start``. Other LSP fields are accepted and ignored."""
+
+    process_id: int | None = None
+    client_info: ClientInfo | None = None
+    capabilities: dict[str, Any] = {}
+
+
+class TextDocumentSync(Wire, kw_only=True):
+    open_close: bool = False
+    change: int = 0
+
+
+class TurnstonedCapabilities(Wire, kw_only=True):
+    protocol_version: int
+    methods: list[str]
+
+
+class ExperimentalCapabilities(Wire, kw_only=True):
+    turnstoned: TurnstonedCapabilities
+
+
+class ServerCapabilities(Wire, kw_only=True):
+    """Document sync is off and no LSP language feature is offered."""
+
+    text_document_sync: TextDocumentSync = msgspec.field(default_factory=TextDocumentSync)
+    experimental: ExperimentalCapabilities
+
+
+class ServerInfo(Wire, kw_only=True):
+    name: str
+    version: str
+
+
+class InitializeResult(Wire, kw_only=True):
+    capabilities: ServerCapabilities
+    server_info: ServerInfo
+
+
 # ---------------------------------------------------------------- daemon -> client requests
 
 
@@ -420,6 +475,9 @@ class Method:
     params: type | None
     result: type | None
     doc: str
+    # Part of the LSP base protocol and lifecycle, served by the LSP layer (pygls)
+    # rather than by a turnstoned handler.
+    lsp: bool = False
 
 
 def _req(name: str, params: type | None, result: type | None, doc: str) -> Method:
@@ -430,7 +488,21 @@ def _note(name: str, params: type, doc: str) -> Method:
     return Method(name, "daemon->client", "notification", params, None, doc)
 
 
+def _lsp(name: str, direction: Literal["client->daemon", "daemon->client"],
+         kind: Literal["request", "notification"], params: type | None, result: type | None,
+         doc: str) -> Method:
+    return Method(name, direction, kind, params, result, doc, lsp=True)
+
+
 METHODS: tuple[Method, ...] = (
+    _lsp("initialize", "client->daemon", "request", InitializeParams, InitializeResult,
+         "Open the connection; the answer names the protocol version and methods."),
+    _lsp("initialized", "client->daemon", "notification", Empty,
+         None, "The client is ready; the daemon loads its configuration and engine."),
+    _lsp("shutdown", "client->daemon", "request", None, None,
+         "Stop running turns, background shells and MCP servers; answers null."),
+    _lsp("exit", "client->daemon", "notification", None, None,
+         "End the process (exit code 1 without a shutdown first)."),
     _req("session/start", SessionStartParams, SessionStartResult, "Open a new session."),
     _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
     _req("session/resume", SessionRef, SessionResumeResult, "Reopen a session; its history as items."),
@@ -460,8 +532,11 @@ METHODS: tuple[Method, ...] = (
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
-    _note("$/cancelRequest", CancelParams,
-          "A daemon request (an approval) is withdrawn: close its dialog; a late answer is ignored."),
+    _lsp("$/cancelRequest", "daemon->client", "notification", CancelParams, None,
+         "A daemon request (an approval) is withdrawn: close its dialog; a late answer is "
+         "ignored. Clients may send it too, for their own requests."),
+    _lsp("window/showMessage", "daemon->client", "notification", ShowMessageParams, None,
+         "A message for the user: the configuration cannot be used (sent after initialized)."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
 )

@@ -133,7 +133,7 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
     handlers["daemon/health"] = health
     handlers["turn/start"] = holder.after_discovery(handlers["turn/start"])
     for method in p.METHODS:
-        if method.direction == "client->daemon":
+        if method.direction == "client->daemon" and not method.lsp:
             fn = rpc.typed_handler(method, handlers[method.name], lambda: server.ready)
             server.feature(method.name)(fn)
 

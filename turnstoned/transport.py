@@ -28,35 +28,39 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Served by pygls' LSP lifecycle rather than by a turnstoned handler.
-LIFECYCLE = frozenset({"initialize", "initialized", "shutdown", "exit", "$/cancelRequest"})
 STALL_SECONDS = 0.2  # how long a short body waits for bytes that may complete it
 
 
 def served_methods() -> frozenset[str]:
-    """Every method a client may send: the lifecycle and the protocol's requests."""
-    return LIFECYCLE | {m.name for m in p.METHODS if m.direction == "client->daemon"}
+    """Every method a client may send: the protocol's, the LSP lifecycle's included, and
+    ``$/cancelRequest`` for a client's own requests."""
+    return frozenset({m.name for m in p.METHODS if m.direction == "client->daemon"}
+                     | {"$/cancelRequest"})
+
+
+def _initialize_result(name: str, version: str) -> p.InitializeResult:
+    methods = [m.name for m in p.METHODS if m.direction == "client->daemon" and not m.lsp]
+    return p.InitializeResult(
+        capabilities=p.ServerCapabilities(experimental=p.ExperimentalCapabilities(
+            turnstoned=p.TurnstonedCapabilities(protocol_version=p.PROTOCOL_VERSION,
+                                                methods=methods))),
+        server_info=p.ServerInfo(name=name, version=version))
 
 
 class DaemonProtocol(LanguageServerProtocol):
     """pygls' LSP protocol with turnstoned's capabilities in the ``initialize`` answer."""
 
     @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(self, params: lsp.InitializeParams) -> Generator[Any, Any, lsp.InitializeResult]:
-        """Advertise what the daemon serves and nothing of pygls' defaults: an LSP host
-        (vscode-languageclient, ``vim.lsp.start``) must not stream open buffers to it."""
-        result = yield from super().lsp_initialize(params)
-        self.server_capabilities = lsp.ServerCapabilities(
-            text_document_sync=lsp.TextDocumentSyncOptions(
-                open_close=False, change=lsp.TextDocumentSyncKind.None_),
-            experimental={"turnstoned": {
-                "protocolVersion": p.PROTOCOL_VERSION,
-                "methods": [m.name for m in p.METHODS if m.direction == "client->daemon"],
-            }},
-        )
+    def lsp_initialize(self, params: lsp.InitializeParams) -> Generator[Any, Any, Any]:
+        """Answer with ``protocol.InitializeResult``: what the daemon serves and nothing of
+        pygls' defaults, so an LSP host (vscode-languageclient, ``vim.lsp.start``) does not
+        stream open buffers to it."""
+        yield from super().lsp_initialize(params)
+        answer = rpc.encode(_initialize_result(self._server.name, self._server.version))
+        self.server_capabilities = self._converter.structure(answer["capabilities"],
+                                                             lsp.ServerCapabilities)
         self._server.ready = True  # type: ignore[attr-defined]
-        return lsp.InitializeResult(capabilities=self.server_capabilities,
-                                    server_info=result.server_info)
+        return answer
 
     def _send_response(self, msg_id: Any, result: Any = None,
                        error: lsp.ResponseError | None = None) -> None:

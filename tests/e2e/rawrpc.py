@@ -13,6 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 
+class ErrorAnswer:
+    """Returned by ``on_request``: answer the daemon's request with this JSON-RPC error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.error = {"code": code, "message": message}
+
+
 class RawDaemon:
     """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
 
@@ -64,7 +71,10 @@ class RawDaemon:
     def _handle(self, msg: dict[str, Any]) -> None:
         if "method" in msg and "id" in msg:
             result = self.on_request(msg)
-            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            if isinstance(result, ErrorAnswer):
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "error": result.error})
+            else:
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             with self._cond:
                 self.notifications.append(msg)
                 self._cond.notify_all()

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_config
-from tests.e2e.rawrpc import RawDaemon
+from tests.e2e.rawrpc import ErrorAnswer, RawDaemon
+from tests.fakes.model_server import ScriptedModel, text, tool_calls
 
 
 @pytest.fixture
@@ -179,3 +180,24 @@ def test_lsp_notifications_not_served_are_ignored_quietly(daemon: RawDaemon) -> 
     assert "result" in daemon.request("daemon/health")
     assert not daemon.of("window/showMessage") and not daemon.of("window/logMessage")
     assert len(daemon._responses) == 0  # nothing answered the notifications
+
+
+@pytest.mark.parametrize("reply", [None, {"decision": "maybe"}, {}, "approve",
+                                   ErrorAnswer(-32603, "the dialog crashed")],
+                         ids=["null", "unknown", "missing", "string", "error"])
+def test_an_approval_answer_that_is_not_a_decision_is_a_deny(
+        model: ScriptedModel, isolated_home: Path, tmp_path: Path, reply: Any) -> None:
+    model.push(tool_calls([("w1", "write_file", '{"path": "f.txt", "content": "x"}')]),
+               text("ok"))
+    d = RawDaemon({"TURNSTONED_HOME": str(isolated_home)})
+    d.on_request = lambda msg: reply
+    try:
+        d.initialize()
+        sid = d.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+        tid = d.result("turn/start", {"sessionId": sid,
+                                      "input": [{"type": "text", "text": "go"}]})["turnId"]
+        assert d.wait_for("turn/completed", lambda p: p["turnId"] == tid)["status"] == "completed"
+        assert d.of("approval/resolved")[0]["decision"] == "deny"
+        assert not (tmp_path / "f.txt").exists()
+    finally:
+        d.close()

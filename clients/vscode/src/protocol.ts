@@ -46,6 +46,11 @@ export interface CancelParams {
   id: number | string;
 }
 
+export interface ClientInfo {
+  name: string;
+  version?: string | null;
+}
+
 export interface DaemonHealthResult {
   version: string;
   protocolVersion: number;
@@ -57,6 +62,25 @@ export interface DaemonHealthResult {
 }
 
 export interface Empty {
+}
+
+export interface ExperimentalCapabilities {
+  turnstoned: TurnstonedCapabilities;
+}
+
+/**
+ * LSP's ``initialize`` params. The daemon reads none of them: sessions get their
+ * directories from ``session/start``. Other LSP fields are accepted and ignored.
+ */
+export interface InitializeParams {
+  processId?: number | null;
+  clientInfo?: ClientInfo | null;
+  capabilities?: { [key: string]: unknown };
+}
+
+export interface InitializeResult {
+  capabilities: ServerCapabilities;
+  serverInfo: ServerInfo;
 }
 
 export interface ItemCompleted {
@@ -168,6 +192,19 @@ export interface ReasoningItem {
   text?: string;
 }
 
+/**
+ * Document sync is off and no LSP language feature is offered.
+ */
+export interface ServerCapabilities {
+  textDocumentSync?: TextDocumentSync;
+  experimental: ExperimentalCapabilities;
+}
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+}
+
 export interface SessionInfo {
   sessionId: string;
   title?: string | null;
@@ -216,6 +253,14 @@ export interface SessionStartResult {
   sessionId: string;
 }
 
+/**
+ * LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log.
+ */
+export interface ShowMessageParams {
+  type: number;
+  message: string;
+}
+
 export interface SkillInfo {
   name: string;
   description: string;
@@ -231,6 +276,11 @@ export interface SkillListParams {
 
 export interface SkillListResult {
   skills: SkillInfo[];
+}
+
+export interface TextDocumentSync {
+  openClose?: boolean;
+  change?: number;
 }
 
 export interface TextInput {
@@ -311,6 +361,11 @@ export interface TurnStarted {
   turnId: string;
 }
 
+export interface TurnstonedCapabilities {
+  protocolVersion: number;
+  methods: string[];
+}
+
 export interface Usage {
   promptTokens?: number;
   completionTokens?: number;
@@ -336,6 +391,10 @@ export type SkillOrigin = "mcp" | "user" | "workspace";
 
 /** Every method name of the protocol. */
 export const Method = {
+  initialize: "initialize",
+  initialized: "initialized",
+  shutdown: "shutdown",
+  exit: "exit",
   sessionStart: "session/start",
   sessionList: "session/list",
   sessionResume: "session/resume",
@@ -360,12 +419,15 @@ export const Method = {
   sessionNotice: "session/notice",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   cancelRequest: "$/cancelRequest",
+  windowShowMessage: "window/showMessage",
   itemToolRequestApproval: "item/tool/requestApproval",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
 /** Requests a client sends; the daemon answers. */
 export interface ClientRequests {
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "shutdown": { params: null; result: null };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
@@ -394,6 +456,7 @@ export interface DaemonNotifications {
   "session/notice": SessionNotice;
   "mcpServer/statusChanged": McpServerInfo;
   "$/cancelRequest": CancelParams;
+  "window/showMessage": ShowMessageParams;
 }
 
 /** Requests the daemon sends; the client answers. */
@@ -403,6 +466,8 @@ export interface DaemonRequests {
 
 /** Notifications a client sends. */
 export interface ClientNotifications {
+  "initialized": Empty;
+  "exit": null;
 }
 
 /** JSON-RPC error codes; `data.kind` of an error carries the name. */

@@ -35,6 +35,10 @@
 ---@class turnstoned.CancelParams The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
 ---@field id integer|string
 
+---@class turnstoned.ClientInfo
+---@field name string
+---@field version? string|nil
+
 ---@class turnstoned.DaemonHealthResult
 ---@field version string
 ---@field protocolVersion integer
@@ -45,6 +49,18 @@
 ---@field mcp turnstoned.McpHealth
 
 ---@class turnstoned.Empty
+
+---@class turnstoned.ExperimentalCapabilities
+---@field turnstoned turnstoned.TurnstonedCapabilities
+
+---@class turnstoned.InitializeParams LSP's ``initialize`` params. The daemon reads none of them: sessions get their directories from ``session/start``. Other LSP fields are accepted and ignored.
+---@field processId? integer|nil
+---@field clientInfo? turnstoned.ClientInfo|nil
+---@field capabilities? table
+
+---@class turnstoned.InitializeResult
+---@field capabilities turnstoned.ServerCapabilities
+---@field serverInfo turnstoned.ServerInfo
 
 ---@class turnstoned.ItemCompleted
 ---@field sessionId string
@@ -129,6 +145,14 @@
 ---@field id string
 ---@field text? string
 
+---@class turnstoned.ServerCapabilities Document sync is off and no LSP language feature is offered.
+---@field textDocumentSync? turnstoned.TextDocumentSync
+---@field experimental turnstoned.ExperimentalCapabilities
+
+---@class turnstoned.ServerInfo
+---@field name string
+---@field version string
+
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
 ---@field title? string|nil
@@ -167,6 +191,10 @@
 ---@class turnstoned.SessionStartResult
 ---@field sessionId string
 
+---@class turnstoned.ShowMessageParams LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log.
+---@field type integer
+---@field message string
+
 ---@class turnstoned.SkillInfo
 ---@field name string
 ---@field description string
@@ -180,6 +208,10 @@
 
 ---@class turnstoned.SkillListResult
 ---@field skills turnstoned.SkillInfo[]
+
+---@class turnstoned.TextDocumentSync
+---@field openClose? boolean
+---@field change? integer
 
 ---@class turnstoned.TextInput
 ---@field type 'text'
@@ -247,6 +279,10 @@
 ---@field sessionId string
 ---@field turnId string
 
+---@class turnstoned.TurnstonedCapabilities
+---@field protocolVersion integer
+---@field methods string[]
+
 ---@class turnstoned.Usage
 ---@field promptTokens? integer
 ---@field completionTokens? integer
@@ -274,6 +310,10 @@ M.PROTOCOL_VERSION = 1
 
 --- Every method name of the protocol.
 M.methods = {
+  initialize = "initialize",
+  initialized = "initialized",
+  shutdown = "shutdown",
+  exit = "exit",
   session_start = "session/start",
   session_list = "session/list",
   session_resume = "session/resume",
@@ -298,11 +338,16 @@ M.methods = {
   session_notice = "session/notice",
   mcp_server_status_changed = "mcpServer/statusChanged",
   cancel_request = "$/cancelRequest",
+  window_show_message = "window/showMessage",
   item_tool_request_approval = "item/tool/requestApproval",
 }
 
 --- Which side sends each method, and whether it is a request.
 M.directions = {
+  ["initialize"] = { direction = "client->daemon", kind = "request" },
+  ["initialized"] = { direction = "client->daemon", kind = "notification" },
+  ["shutdown"] = { direction = "client->daemon", kind = "request" },
+  ["exit"] = { direction = "client->daemon", kind = "notification" },
   ["session/start"] = { direction = "client->daemon", kind = "request" },
   ["session/list"] = { direction = "client->daemon", kind = "request" },
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
@@ -327,6 +372,7 @@ M.directions = {
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
+  ["window/showMessage"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
 }
 
