@@ -35,10 +35,13 @@ class RpcError(JsonRpcException):
 
 
 class _QuietAppErrors(logging.Filter):
-    """pygls logs every handler exception with a traceback; ours are expected answers."""
+    """pygls logs every handler exception with a traceback; ours are expected answers.
+    Params that do not fit an LSP type are the client's error, answered with -32602."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(record.msg, str) and record.msg.startswith("Unable to deserialize message"):
+            return False
         return not isinstance(exc, RpcError)
 
 

@@ -208,6 +208,11 @@ class StdioTransport:
             else:
                 log.debug("ignored notification %s", method)
             return
+        if method == "$/cancelRequest":
+            params = msg.get("params")
+            if not (isinstance(params, dict) and _valid_id(params.get("id"))):
+                log.debug("ignored a $/cancelRequest without a usable id")
+                return
         try:
             message = self.protocol.structure_message(msg)
         except JsonRpcException:  # pygls' converter refused the params
