@@ -201,3 +201,10 @@ def test_an_approval_answer_that_is_not_a_decision_is_a_deny(
         assert not (tmp_path / "f.txt").exists()
     finally:
         d.close()
+
+
+def test_cancels_without_a_usable_id_are_ignored(daemon: RawDaemon) -> None:
+    for params in ({"id": []}, {"id": {"a": 1}}, {"id": None}, {}, [], "x", None):
+        daemon.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": params})
+    assert "result" in daemon.request("daemon/health")
+    assert not [line for line in daemon.stderr_lines if "ERROR" in line or "Traceback" in line]
