@@ -113,6 +113,7 @@ class StdioTransport:
         self.done: asyncio.Future[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stall: asyncio.TimerHandle | None = None
+        self._pipe: asyncio.ReadTransport | None = None
         self._garbage_logged = 0
 
     async def start(self, stdin: BinaryIO) -> None:
@@ -120,7 +121,7 @@ class StdioTransport:
         loop = self._loop = asyncio.get_running_loop()
         self.done = loop.create_future()
         try:
-            await loop.connect_read_pipe(lambda: _Pipe(self), stdin)
+            self._pipe, _ = await loop.connect_read_pipe(lambda: _Pipe(self), stdin)
         except ValueError:  # a regular file, not a pipe: read it in a thread
             threading.Thread(target=self._read_blocking, args=(stdin.fileno(), loop),
                              name="stdin", daemon=True).start()
@@ -134,6 +135,9 @@ class StdioTransport:
         loop.call_soon_threadsafe(self.close, "eof")
 
     def close(self, reason: str) -> None:
+        """Stop reading; ``done`` resolves with ``reason``."""
+        if self._pipe is not None:
+            self._pipe.close()
         if self.done is not None and not self.done.done():
             self.done.set_result(reason)
 
