@@ -57,6 +57,11 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     async def health(_: None) -> p.DaemonHealthResult:
         return get_engine().health()
 
+    async def preview_read(params: p.PreviewReadParams) -> p.PreviewReadResult:
+        from turnstoned.core import weblink
+
+        return weblink.read_preview(get_engine(), params)
+
     return {
         "session/start": session_start,
         "session/list": session_list,
@@ -68,6 +73,7 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         "mcpServer/list": mcp_list,
         "mcpServer/refresh": mcp_refresh,
         "daemon/health": health,
+        "preview/read": preview_read,
         **_knowledge_handlers(get_engine),
     }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -38,6 +38,7 @@ class ErrorCode(enum.IntEnum):
     TURN_NOT_FOUND = -32012
     MCP_SERVER_NOT_FOUND = -32013
     CONFIG_ERROR = -32014
+    PREVIEW_NOT_FOUND = -32020
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -52,6 +53,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.TURN_NOT_FOUND: "turnNotFound",
     ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
     ErrorCode.CONFIG_ERROR: "configError",
+    ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
 }
 
 TurnErrorKind = Literal[
@@ -314,6 +316,30 @@ class SkillListResult(Wire, kw_only=True):
     skills: list[SkillInfo]
 
 
+PreviewKind = Literal["web", "pdf", "image", "table", "text", "markdown"]
+
+
+class PreviewReadParams(Wire, kw_only=True):
+    """Read a preview's bytes: all of them, or ``length`` bytes from ``offset``."""
+
+    session_id: str
+    preview_id: str
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    length: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class PreviewReadResult(Wire, kw_only=True):
+    preview_id: str
+    kind: PreviewKind
+    title: str
+    source: str
+    content_type: str
+    size: int  # of the whole preview, in bytes
+    offset: int = 0
+    data: str  # base64 of the bytes read
+    eof: bool  # the bytes read reach the end
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -374,6 +400,20 @@ class SessionNotice(Wire, kw_only=True):
     kind: str
     text: str
     data: dict[str, Any] = {}
+
+
+class PreviewOpen(Wire, kw_only=True):
+    """The model opened a preview: show it beside the conversation (bytes via preview/read)."""
+
+    session_id: str
+    call_id: str
+    preview_id: str  # content address: sha256 of the bytes
+    kind: PreviewKind
+    title: str
+    source: str  # the URL it came from (after redirects), or the file path
+    content_type: str
+    size: int
+    csp: str = ""  # the Content-Security-Policy to render it under ("" for a PDF viewer)
 
 
 # ---------------------------------------------------------------- daemon -> client requests
@@ -441,6 +481,8 @@ METHODS: tuple[Method, ...] = (
     _req("memory/delete", MemoryDeleteParams, MemoryDeleteResult, "Delete one memory."),
     _req("skill/list", SkillListParams, SkillListResult,
          "Skills a session (or, without one, the user) can load, and which one is active."),
+    _req("preview/read", PreviewReadParams, PreviewReadResult,
+         "Read the content of a preview the daemon announced with preview/open."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),
@@ -450,6 +492,8 @@ METHODS: tuple[Method, ...] = (
     _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
+    _note("preview/open", PreviewOpen,
+          "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,

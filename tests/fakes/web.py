@@ -63,10 +63,15 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_POST(self) -> None:
+        self.do_GET()
+
     def do_GET(self) -> None:
         site = self.server.site
+        size = int(self.headers.get("Content-Length") or 0)
         request = {"path": self.path, "host": self.headers.get("Host"),
-                   "headers": dict(self.headers.items()), "line": self.requestline}
+                   "headers": dict(self.headers.items()), "line": self.requestline,
+                   "method": self.command, "body": self.rfile.read(size) if size else b""}
         site.requests.append(request)
         route = site.routes.get(urlsplit(self.path).path if "://" in self.path else
                                 self.path.split("?", 1)[0], site.default)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import ssl
+import threading
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 MAX_REDIRECTS = 5
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CONNECT_TIMEOUT = 10.0
+RESOLVE_WAIT = 5.0
 MAX_ADDRESSES_TRIED = 3
 USER_AGENT = f"turnstoned/{__version__}"
 
@@ -131,14 +133,28 @@ class GuardedFetcher:
 
     # ----------------------------------------------------------- screening
 
-    def screen_url(self, url: str) -> Screened | str:
-        """Parse and screen ``url`` (resolving its host): the verdict, or why it is malformed."""
+    def screen_url(self, url: str, wait: float = RESOLVE_WAIT) -> Screened | str:
+        """Parse and screen ``url``: the verdict, or why the URL is malformed.
+
+        For a caller that cannot await (a tool's prepare): the lookup runs in a
+        thread and is given up after ``wait`` seconds, which refuses the URL.
+        """
         try:
             target = parse_url(url)
         except UrlError as exc:
             return str(exc) if str(exc).startswith(("URL must", "Invalid URL")) else (
                 f"Blocked: {exc}")
-        return screen(target, self.resolver)
+        if target.ip is not None:
+            return screen(target, self.resolver)
+        found: list[Screened] = []
+        worker = threading.Thread(target=lambda: found.append(screen(target, self.resolver)),
+                                  name="screen-url", daemon=True)
+        worker.start()
+        worker.join(wait)
+        if not found:
+            return Screened(target, (), f"Blocked: hostname cannot be resolved ({target.host}: "
+                                        f"no answer within {wait:g}s)")
+        return found[0]
 
     async def _screen(self, target: Target) -> Screened:
         return await asyncio.to_thread(screen, target, self.resolver)

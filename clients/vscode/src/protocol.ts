@@ -155,6 +155,43 @@ export interface NoticeItem {
   text: string;
 }
 
+/**
+ * The model opened a preview: show it beside the conversation (bytes via preview/read).
+ */
+export interface PreviewOpen {
+  sessionId: string;
+  callId: string;
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  csp?: string;
+}
+
+/**
+ * Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+ */
+export interface PreviewReadParams {
+  sessionId: string;
+  previewId: string;
+  offset?: number;
+  length?: number | null;
+}
+
+export interface PreviewReadResult {
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  offset?: number;
+  data: string;
+  eof: boolean;
+}
+
 export interface ReasoningItem {
   type: "reasoning";
   id: string;
@@ -326,6 +363,7 @@ export type MemoryScope = "coordinator" | "global" | "project" | "user" | "works
 export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
+export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
 
 /** Every method name of the protocol. */
 export const Method = {
@@ -342,6 +380,7 @@ export const Method = {
   memoryList: "memory/list",
   memoryDelete: "memory/delete",
   skillList: "skill/list",
+  previewRead: "preview/read",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -351,6 +390,7 @@ export const Method = {
   approvalResolved: "approval/resolved",
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
+  previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   itemToolRequestApproval: "item/tool/requestApproval",
 } as const;
@@ -371,6 +411,7 @@ export interface ClientRequests {
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };
+  "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
 }
 
 /** Notifications the daemon sends. */
@@ -384,6 +425,7 @@ export interface DaemonNotifications {
   "approval/resolved": ApprovalResolved;
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
+  "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerInfo;
 }
 
@@ -409,6 +451,7 @@ export const ErrorCode = {
   TURN_NOT_FOUND: -32012,
   MCP_SERVER_NOT_FOUND: -32013,
   CONFIG_ERROR: -32014,
+  PREVIEW_NOT_FOUND: -32020,
 } as const;
 
 export const ErrorKind = {
@@ -423,4 +466,5 @@ export const ErrorKind = {
   TURN_NOT_FOUND: "turnNotFound",
   MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
   CONFIG_ERROR: "configError",
+  PREVIEW_NOT_FOUND: "previewNotFound",
 } as const;

@@ -121,6 +121,34 @@
 ---@field kind string
 ---@field text string
 
+---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
+---@field sessionId string
+---@field callId string
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field csp? string
+
+---@class turnstoned.PreviewReadParams Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+---@field sessionId string
+---@field previewId string
+---@field offset? integer
+---@field length? integer|nil
+
+---@class turnstoned.PreviewReadResult
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field offset? integer
+---@field data string
+---@field eof boolean
+
 ---@class turnstoned.ReasoningItem
 ---@field type 'reasoning'
 ---@field id string
@@ -264,6 +292,7 @@
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
+---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
 
 local M = {}
 
@@ -284,6 +313,7 @@ M.methods = {
   memory_list = "memory/list",
   memory_delete = "memory/delete",
   skill_list = "skill/list",
+  preview_read = "preview/read",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -293,6 +323,7 @@ M.methods = {
   approval_resolved = "approval/resolved",
   turn_completed = "turn/completed",
   session_notice = "session/notice",
+  preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   item_tool_request_approval = "item/tool/requestApproval",
 }
@@ -312,6 +343,7 @@ M.directions = {
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
+  ["preview/read"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -321,6 +353,7 @@ M.directions = {
   ["approval/resolved"] = { direction = "daemon->client", kind = "notification" },
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
+  ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
 }
@@ -338,6 +371,7 @@ M.error_codes = {
   TURN_NOT_FOUND = -32012,
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
+  PREVIEW_NOT_FOUND = -32020,
 }
 
 M.error_kinds = {
@@ -352,6 +386,7 @@ M.error_kinds = {
   TURN_NOT_FOUND = "turnNotFound",
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
+  PREVIEW_NOT_FOUND = "previewNotFound",
 }
 
 return M
