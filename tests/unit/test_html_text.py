@@ -35,11 +35,14 @@ def test_title_and_base() -> None:
     assert with_base('<head><base href="/x"></head>', "u") == '<head><base href="/x"></head>'
 
 
-def test_unclosed_constructs_end_the_text() -> None:
+def test_unclosed_constructs() -> None:
+    """Hidden blocks that never close hide the rest; a tag that never closes is text."""
     assert to_text("text <!-- never closed <p>x</p>") == "text"
     assert to_text("a <script>never closed</p>") == "a"
-    assert to_text('b <a href="unclosed>c</a>') == "b"
-    assert to_text("c <p class=x") == "c"
+    assert to_text("a <style x='never closed</p>") == "a"
+    assert to_text('b <a href="unclosed>c</a>') == 'b <a href="unclosed>c'
+    assert to_text("c <p class=x") == "c <p class=x"
+    assert to_text("<a title='1 > 0'>ok</a> <br/> <x-y>z</x-y>") == "ok\nz"
 
 
 HOSTILE = {

@@ -157,6 +157,8 @@ class GuardedFetcher:
         return found[0]
 
     async def _screen(self, target: Target) -> Screened:
+        if target.ip is not None:
+            return screen(target, self.resolver)  # nothing to look up
         return await asyncio.to_thread(screen, target, self.resolver)
 
     # ----------------------------------------------------------- fetching

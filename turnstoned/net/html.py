@@ -1,11 +1,13 @@
 """HTML for people who read text: page text, the page title, a ``<base>`` for previews.
 
-``to_text`` is one forward pass over the page: every scan starts where the last
-one ended and a failed scan ends the pass, so hostile input (a million ``<``,
-unclosed comments, unclosed quotes, unclosed ``<script>``) costs linear time.
-``<script>``, ``<style>``, ``<template>`` and ``<noscript>`` blocks are dropped
-with their content; block-level tags become line breaks; other tags vanish;
-entities are decoded; runs of blanks collapse.
+``to_text`` costs linear time on any input (a million ``<``, unclosed
+comments, quotes or ``<script>``): comments, declarations and ``<script>``,
+``<style>``, ``<template>``, ``<noscript>`` blocks are cut in one forward pass
+whose every scan starts where the last one ended (an unclosed one ends the
+text); then block-level tags become line breaks and other tags vanish, by
+regular expressions that cannot backtrack; then entities are decoded and runs
+of blanks collapse. Something that only looks like a tag (an unclosed ``<a``,
+a ``<`` inside a quoted attribute) stays as text.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ BLOCK = frozenset({
     "li", "main", "nav", "ol", "p", "pre", "section", "table", "tbody", "td", "tfoot", "th",
     "thead", "tr", "ul"})
 
-_TAG_START = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
+# A tag: name, then attributes (quoted values may hold ">" but not "<"). Possessive
+# quantifiers never backtrack and a match cannot run past the next "<", so all the
+# attempts over a page together read it about once.
+_TAG_BODY = r"""(?:[^<>"']++|"[^"<]*+"|'[^'<]*+')*+>"""
+_ANY_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*+)" + _TAG_BODY)
+
+# Comments, declarations and the blocks whose content is not text.
+_HIDDEN = re.compile(r"<(?:[!?]|([nNsStT][A-Za-z0-9-]*+))")
+_TAG_PLAIN = re.compile(r"[^>\"']*")
 _CLOSERS = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in DROPPED}
 _BLANKS = re.compile(r"[ \t\r\f\v\u00a0]+")
 _AROUND_NEWLINE = re.compile(r" ?\n ?")
@@ -37,54 +47,58 @@ def _tag_end(text: str, start: int) -> int:
 
     Quoted attribute values may contain ``>``. Each character is looked at once.
     """
-    i, n = start, len(text)
-    while i < n:
-        c = text[i]
-        if c == ">":
+    n = len(text)
+    i = start
+    while True:
+        i = _TAG_PLAIN.match(text, i).end()  # type: ignore[union-attr]  # matches ""
+        if i >= n:
+            return -1
+        if text[i] == ">":
             return i + 1
-        if c in "\"'":
-            close = text.find(c, i + 1)
-            if close < 0:
-                return -1
-            i = close
-        i += 1
-    return -1
+        close = text.find(text[i], i + 1)  # the quote's end
+        if close < 0:
+            return -1
+        i = close + 1
+
+
+def _tag_text(tag: re.Match[str]) -> str:
+    return "\n" if tag.group(1).lower() in BLOCK else ""
+
+
+def _strip_hidden(page: str) -> str:
+    """``page`` without comments, declarations and script/style/template/noscript blocks."""
+    out: list[str] = []
+    i, n = 0, len(page)
+    while i < n:
+        found = _HIDDEN.search(page, i)
+        if found is None:
+            out.append(page[i:])
+            break
+        name = (found.group(1) or "").lower()
+        if name and name not in _CLOSERS:  # <span>, <table>, ...: ordinary tags
+            out.append(page[i:found.end()])
+            i = found.end()
+            continue
+        out.append(page[i:found.start()])
+        if not name:  # "<!" or "<?": a comment or a declaration
+            stop = "-->" if page.startswith("<!--", found.start()) else ">"
+            end = page.find(stop, found.end())
+            i = n if end < 0 else end + len(stop)
+            continue
+        end = _tag_end(page, found.end())
+        if end < 0:
+            break  # an opening tag that never closes: nothing after it is text
+        if not page.endswith("/>", 0, end):
+            closer = _CLOSERS[name].search(page, end)
+            end = n if closer is None else closer.end()
+        i = end
+    return "".join(out)
 
 
 def to_text(page: str) -> str:
     """The readable text of an HTML page."""
-    out: list[str] = []
-    i, n = 0, len(page)
-    while i < n:
-        lt = page.find("<", i)
-        if lt < 0:
-            out.append(page[i:])
-            break
-        out.append(page[i:lt])
-        if page.startswith("<!--", lt):
-            end = page.find("-->", lt + 4)
-            i = n if end < 0 else end + 3
-            continue
-        if page.startswith(("<!", "<?"), lt):
-            end = page.find(">", lt + 2)
-            i = n if end < 0 else end + 1
-            continue
-        m = _TAG_START.match(page, lt)
-        if m is None:  # a bare "<" in text
-            out.append("<")
-            i = lt + 1
-            continue
-        end = _tag_end(page, m.end())
-        if end < 0:  # never closed: the rest is not markup we can read
-            break
-        name = m.group(2).lower()
-        if name in BLOCK:
-            out.append("\n")
-        i = end
-        if not m.group(1) and name in _CLOSERS and not page.endswith("/>", 0, end):
-            closer = _CLOSERS[name].search(page, i)
-            i = n if closer is None else closer.end()
-    text = html.unescape("".join(out))
+    text = _ANY_TAG.sub(_tag_text, _strip_hidden(page))
+    text = html.unescape(text)
     text = _BLANKS.sub(" ", text)
     text = _AROUND_NEWLINE.sub("\n", text)
     return _MANY_NEWLINES.sub("\n\n", text).strip()
