@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.rawrpc import RawDaemon
+from tests.fakes.model_server import ScriptedModel, text
 
 EVERYTHING = Path(__file__).resolve().parent.parent / "mcp_servers" / "everything.py"
 SECRET = "e2e-secret-never-on-the-wire"
@@ -117,3 +120,39 @@ def test_deny_and_trust_survive_a_daemon_restart(env: dict[str, str], tmp_path: 
         assert len(starts(markers)) == 2
     finally:
         third.close()
+
+
+def chat(args: list[str], model: ScriptedModel, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **env, "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk",
+            "TURNSTONED_MODEL": "scripted"}
+    return subprocess.run([sys.executable, "-m", "turnstoned", "--tool-search", "off", "chat",
+                           *args], check=False, capture_output=True, text=True, env=full,
+                          timeout=90)
+
+
+def model_tools(model: ScriptedModel) -> set[str]:
+    return {t["function"]["name"] for t in model.requests[0]["tools"]}
+
+
+def test_headless_chat_leaves_the_repo_untrusted_and_says_how_to_trust(
+        model: ScriptedModel, env: dict[str, str], tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    repo = hostile_repo(tmp_path / "repo", markers)
+    model.push(text("hello"))
+    out = chat(["--cwd", str(repo), "hi"], model, env)
+    assert out.returncode == 0, out.stderr
+    assert "--trust-mcp" in out.stderr and f"proj: {sys.executable}" in out.stderr
+    assert not any(name.startswith("mcp__proj__") for name in model_tools(model))
+    assert starts(markers) == [] and SECRET not in out.stderr + out.stdout
+
+
+def test_headless_chat_trusts_with_a_flag(model: ScriptedModel, env: dict[str, str],
+                                          tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    repo = hostile_repo(tmp_path / "repo", markers)
+    model.push(text("hello"))
+    out = chat(["--cwd", str(repo), "--trust-mcp", "hi"], model, env)
+    assert out.returncode == 0, out.stderr
+    assert f"trusted {repo / '.mcp.json'}: proj connected" in out.stderr
+    assert "mcp__proj__echo" in model_tools(model)  # the servers were up before the turn
+    assert len(starts(markers)) == 1
