@@ -68,9 +68,8 @@ async def test_a_proposal_is_readable_while_pending_and_refused_after(
     assert items["edit_file"]["fileChange"] == edit_change
     history = {i.tool: i for i in to_items(engine.resume(sid).history)
                if isinstance(i, p.ToolCallItem)}
-    assert history["write_file"].file_change == p.FileChange(**{
-        "path": write_change["path"], "kind": "create",
-        "unified_diff": write_change["unifiedDiff"]})
+    assert history["write_file"].file_change == p.FileChange(
+        path=write_change["path"], kind="create", unified_diff=write_change["unifiedDiff"])
     assert items["read_file"]["fileChange"] is None
 
     for item in sink.approvals[0]["items"]:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-
 DEFER = object()  # returned by ``on_request``: the test answers that request itself, later
 
 
