@@ -71,7 +71,8 @@ def test_bad_entries_are_shown_with_their_problem_and_never_become_servers(
     assert problems["ok"] is None and "__" in (problems["bad__name"] or "")
     assert "SSE" in (problems["old"] or "") and "table" in (problems["odd"] or "")
     specs, issues = proj.placeholders(loaded)
-    assert [(s.name, s.type, s.command, s.url, s.args) for s in specs] == [("ok", "stdio", "", "", [])]
+    shown = [(s.name, s.type, s.command, s.url, s.args) for s in specs]
+    assert shown == [("ok", "stdio", "", "", [])]
     assert sorted(i.name for i in issues) == ["bad__name", "odd", "old"]
 
 

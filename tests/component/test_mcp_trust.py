@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 from tests.conftest import RecordingSink, write_config
-from tests.mcp_servers.harness import EVERYTHING
+from tests.mcp_servers.harness import EVERYTHING, wait_until
 from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
@@ -73,21 +73,17 @@ async def engine(sink: RecordingSink) -> AsyncIterator[Engine]:
     eng.terminate()
 
 
-async def until(engine: Engine, pred: Any, timeout: float = WAIT) -> None:
-    """Wait (bounded) until ``pred()`` holds, re-checked on every MCP status or catalog change."""
-    event = asyncio.Event()
+async def until(engine: Engine, pred: Any) -> None:
+    await wait_until(engine.mcp, pred, WAIT)
 
-    def check(*_: object) -> None:
-        if pred():
-            event.set()
 
-    unsubscribe = [engine.mcp.add_status_listener(check), engine.mcp.add_listener(check)]
-    try:
-        check()
-        await asyncio.wait_for(event.wait(), timeout)
-    finally:
-        for unsub in unsubscribe:
-            unsub()
+async def trusted_and_connected(engine: Engine, sink: RecordingSink, project: Path,
+                                markers: Path) -> None:
+    """A session in ``project`` whose question is answered "trust"; its server connected."""
+    write_project(project, markers)
+    sink.trust_answers.append(p.McpTrustResponse(decision="trust"))
+    start(engine, project)
+    await until(engine, lambda: status(engine, "proj") == "connected")
 
 
 def status(engine: Engine, name: str) -> str | None:
@@ -184,10 +180,7 @@ async def test_the_question_shows_every_command_url_and_variable_unexpanded(
 async def test_trusting_starts_the_server_with_its_variables_and_its_tools_appear(
         engine: Engine, sink: RecordingSink, tmp_path: Path) -> None:
     project, markers = tmp_path / "repo", tmp_path / "markers"
-    write_project(project, markers)
-    sink.trust_answers.append(p.McpTrustResponse(decision="trust"))
-    start(engine, project)
-    await until(engine, lambda: status(engine, "proj") == "connected")
+    await trusted_and_connected(engine, sink, project, markers)
     assert any(t.name == "mcp__proj__echo" for t in engine.mcp.tools())
     assert len(starts(markers)) == 1
     result = await engine.mcp.call_tool("mcp__proj__getenv", {"key": "TOKEN"})
@@ -200,10 +193,7 @@ async def test_trusting_starts_the_server_with_its_variables_and_its_tools_appea
 async def test_an_edit_after_trust_is_untrusted_again_and_its_new_command_never_runs(
         engine: Engine, sink: RecordingSink, tmp_path: Path) -> None:
     project, markers, later = tmp_path / "repo", tmp_path / "markers", tmp_path / "later"
-    write_project(project, markers)
-    sink.trust_answers.append(p.McpTrustResponse(decision="trust"))
-    start(engine, project)
-    await until(engine, lambda: status(engine, "proj") == "connected")
+    await trusted_and_connected(engine, sink, project, markers)
     first = sink.trust_questions[0]["hash"]
     write_project(project, later)  # same server name, a new command environment
     # the server dies; its reconnect must not pick up the new file
@@ -221,10 +211,7 @@ async def test_an_edit_after_trust_is_untrusted_again_and_its_new_command_never_
 async def test_an_edit_seen_at_session_open_stops_the_old_servers(
         engine: Engine, sink: RecordingSink, tmp_path: Path) -> None:
     project, markers = tmp_path / "repo", tmp_path / "markers"
-    write_project(project, markers)
-    sink.trust_answers.append(p.McpTrustResponse(decision="trust"))
-    start(engine, project)
-    await until(engine, lambda: status(engine, "proj") == "connected")
+    await trusted_and_connected(engine, sink, project, markers)
     write_project(project, tmp_path / "later", name="other")
     start(engine, project)
     assert status(engine, "proj") is None and status(engine, "other") == "untrusted"

@@ -122,7 +122,8 @@ def test_deny_and_trust_survive_a_daemon_restart(env: dict[str, str], tmp_path: 
         third.close()
 
 
-def chat(args: list[str], model: ScriptedModel, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def chat(args: list[str], model: ScriptedModel,
+         env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, **env, "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk",
             "TURNSTONED_MODEL": "scripted"}
     return subprocess.run([sys.executable, "-m", "turnstoned", "--tool-search", "off", "chat",

@@ -38,7 +38,7 @@ def make_manager(config: Config) -> MCPManager:
 
 def make_projects(config: Config, store: Store, manager: MCPManager,
                   sink: EventSink) -> ProjectTrust:
-    """Project ``.mcp.json`` files, started only once the user trusts them (``[mcp] project_config``)."""
+    """Project ``.mcp.json`` files, started once the user trusts them (``[mcp] project_config``)."""
     from turnstoned.mcp.trust import ProjectTrust
     from turnstoned.store.trust import TrustStore
 
@@ -56,7 +56,8 @@ def trust_request(question: Question) -> p.McpTrustRequestParams:
         servers=[p.McpServerPreview(**msgspec.structs.asdict(s)) for s in question.servers])
 
 
-async def set_trust(projects: ProjectTrust, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+async def set_trust(projects: ProjectTrust,
+                    params: p.McpServerTrustParams) -> p.McpServerTrustResult:
     """``mcpServer/trust``: trust or revoke the config of a workspace (or of a .mcp.json path)."""
     from turnstoned.mcp.trust import TrustError
 

@@ -14,8 +14,8 @@ Public interface:
   ``untrusted`` until the user trusts that content, then parses and starts them,
   and re-checks the file before every (re)connect.
 - ``manager.MCPManager(specs, issues, call_timeout=, env_scrub=, health_interval=, ...)``:
-  ``start``, ``wait_ready``, ``close``; ``replace_servers`` (one origin's servers); ``tools``/``resources``/
-  ``resource_templates``/``prompts`` snapshots; ``status``; ``call_tool``,
+  ``start``, ``wait_ready``, ``close``; ``replace_servers`` (one origin's
+  servers); ``tools``/``resources``/``resource_templates``/``prompts`` snapshots; ``status``; ``call_tool``,
   ``read_resource``, ``get_prompt`` (``MCPCallResult``); ``refresh``
   (``CatalogChange`` per server); ``add_listener``, ``add_status_listener``.
 - ``models``: ``MCPTool`` (``openai_schema()``), ``MCPResource``,

@@ -41,7 +41,6 @@ import msgspec
 
 log = logging.getLogger(__name__)
 
-PROJECT_FILE = ".mcp.json"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
 VAR_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
@@ -205,7 +204,9 @@ def check_entry(name: str, raw: Any) -> Literal["stdio", "http"]:
 
 
 def entry_issue(name: str, origin: str, message: str) -> ConfigIssue:
-    return ConfigIssue(name=name, origin=origin, message=f"MCP server {name!r} ({origin}): {message}")
+    """The issue that disables the entry ``name``."""
+    text = f"MCP server {name!r} ({origin}): {message}"
+    return ConfigIssue(name=name, origin=origin, message=text)
 
 
 def _check_name(name: str) -> None:

@@ -27,6 +27,7 @@ from turnstoned.mcp.config import parse_entries
 from turnstoned.mcp.manager import MCPManager
 from turnstoned.mcp.models import ServerStatus
 from turnstoned.mcp.project import (
+    PROJECT_FILE,
     ProjectFile,
     ServerPreview,
     placeholders,
@@ -176,7 +177,7 @@ class ProjectTrust:
             # Refuse this connect; the current file is loaded (and asked about) right after.
             asyncio.get_running_loop().call_soon(self.open, workspace)
             if project is None or project.hash != digest:
-                return f"not trusted: {workspace / '.mcp.json'} changed since it was trusted"
+                return f"not trusted: {workspace / PROJECT_FILE} changed since it was trusted"
             return _reason(project, self._decision(project))
 
         return check
