@@ -36,7 +36,7 @@ def test_preview_open_and_read_over_stdio(daemon: RawDaemon, model: ScriptedMode
     got = daemon.result("preview/read", {"sessionId": sid, "previewId": opened["previewId"]})
     assert base64.b64decode(got["data"]) == b"# Report\n\nAll green.\n" and got["eof"] is True
     missing = daemon.request("preview/read", {"sessionId": sid, "previewId": "f" * 64})["error"]
-    assert missing["code"] == -32020 and missing["data"]["kind"] == "previewNotFound"
+    assert missing["code"] == -32021 and missing["data"]["kind"] == "previewNotFound"
     bad = daemon.request("preview/read", {"sessionId": sid, "previewId": "x", "offset": -1})
     assert bad["error"]["code"] == -32602
 
