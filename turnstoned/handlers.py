@@ -66,7 +66,7 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     async def preview_read(params: p.PreviewReadParams) -> p.PreviewReadResult:
         from turnstoned.core import weblink
 
-        return weblink.read_preview(get_engine(), params)
+        return await weblink.read_preview(get_engine(), params)
 
     return {
         "session/start": session_start,

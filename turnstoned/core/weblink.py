@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ def attach(engine: Engine, config: Config) -> None:
     services.preview_opened = preview_opened
 
 
-def read_preview(engine: Engine, params: p.PreviewReadParams) -> p.PreviewReadResult:
+async def read_preview(engine: Engine, params: p.PreviewReadParams) -> p.PreviewReadResult:
     """``preview/read``: the bytes of a preview of a session the daemon knows."""
     store = engine.services.previews
     engine.get(params.session_id)  # unknown or closed sessions are protocol errors
@@ -60,9 +61,13 @@ def read_preview(engine: Engine, params: p.PreviewReadParams) -> p.PreviewReadRe
         raise EngineError(ErrorCode.PREVIEW_NOT_FOUND,
                           f"no preview {params.preview_id!r} in session {params.session_id!r}")
     record, path = found
-    with path.open("rb") as f:
-        f.seek(params.offset)
-        data = f.read() if params.length is None else f.read(params.length)
+
+    def read() -> bytes:
+        with path.open("rb") as f:
+            f.seek(params.offset)
+            return f.read() if params.length is None else f.read(params.length)
+
+    data = await asyncio.to_thread(read)  # up to 32 MiB: not on the event loop
     return p.PreviewReadResult(
         preview_id=record.id, kind=record.kind,  # type: ignore[arg-type]
         title=record.title, source=record.source, content_type=record.content_type,

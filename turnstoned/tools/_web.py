@@ -30,8 +30,6 @@ def screen_for_call(tool: str, raw_url: str, ctx: ToolContext) -> UrlPlan | Prep
     if web is None:
         return prepare_error(f"Error: {tool} is not available in this daemon (no web access).")
     url = raw_url.strip()
-    if not url:
-        return prepare_error("Error: no URL provided")
     screened = web.fetcher.screen_url(url)
     if not isinstance(screened, Screened):
         return prepare_error(f"Error: {screened}", header=f"✗ {tool}: {url[:80]}")
