@@ -150,6 +150,9 @@ def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
+    from turnstoned import hardening
+
+    hardening.harden()  # before any thread or child exists
     out = _claim_stdout()
     server = create(overrides)
     try:
