@@ -14,12 +14,14 @@
 ---@field needsApproval boolean
 ---@field approvalLabel string
 ---@field error? string|nil
+---@field fileChange? turnstoned.FileChange|nil
 
 ---@class turnstoned.ApprovalRequestParams
 ---@field sessionId string
 ---@field turnId string
 ---@field cycleId string
 ---@field items turnstoned.ApprovalRequestItem[]
+---@field atomic? boolean
 
 ---@class turnstoned.ApprovalResolved
 ---@field sessionId string
@@ -27,14 +29,21 @@
 ---@field cycleId string
 ---@field callIds string[]
 ---@field decision 'always'|'approve'|'auto'|'cancelled'|'deny'|'timeout'
+---@field calls? table<string, 'always'|'approve'|'deny'>
 
----@class turnstoned.ApprovalResponse
+---@class turnstoned.ApprovalResponse The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
+---@field decision 'always'|'approve'|'deny'
+---@field feedback? string|nil
+---@field calls? table<string, turnstoned.CallDecision>
+
+---@class turnstoned.CallDecision
 ---@field decision 'always'|'approve'|'deny'
 ---@field feedback? string|nil
 
 ---@class turnstoned.DaemonHealthResult
 ---@field version string
 ---@field protocolVersion integer
+---@field protocolRevision? string
 ---@field sessions integer
 ---@field runningTurns? integer
 ---@field model? string|nil
@@ -42,6 +51,21 @@
 ---@field mcp turnstoned.McpHealth
 
 ---@class turnstoned.Empty
+
+---@class turnstoned.FileChange The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view. ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a binary or very large file), and ``fileChange/read`` has the whole content.
+---@field path string
+---@field kind 'create'|'delete'|'modify'
+---@field unifiedDiff string
+---@field truncated? boolean
+
+---@class turnstoned.FileChangeReadParams
+---@field sessionId string
+---@field callId string
+
+---@class turnstoned.FileChangeReadResult The whole file before and after the proposed change (``oldText`` is "" for a new file).
+---@field path string
+---@field oldText string
+---@field newText string
 
 ---@class turnstoned.ItemCompleted
 ---@field sessionId string
@@ -74,9 +98,9 @@
 ---@field resources? integer
 ---@field prompts? integer
 
----@class turnstoned.McpServerInfo
+---@class turnstoned.McpServerInfo ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
 ---@field name string
----@field status 'connected'|'connecting'|'disabled'|'failed'
+---@field status 'connected'|'connecting'|'disabled'|'failed'|'untrusted'
 ---@field tools? integer
 ---@field resources? integer
 ---@field prompts? integer
@@ -86,11 +110,45 @@
 ---@class turnstoned.McpServerListResult
 ---@field servers turnstoned.McpServerInfo[]
 
+---@class turnstoned.McpServerPreview One server of a project config exactly as written: nothing is expanded. ``env`` lists the names the entry sets in the server's environment; ``variables`` the names of the user's environment variables its ``${VAR}`` references would read (their values would reach the server).
+---@field name string
+---@field transport? 'http'|'stdio'|nil
+---@field command? string|nil
+---@field args? string[]
+---@field url? string|nil
+---@field cwd? string|nil
+---@field env? string[]
+---@field variables? string[]
+---@field problem? string|nil
+
 ---@class turnstoned.McpServerRefreshParams
 ---@field name? string|nil
 
 ---@class turnstoned.McpServerRefreshResult
 ---@field changes turnstoned.McpChange[]
+
+---@class turnstoned.McpServerTrustParams Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``). ``hash``, when given, must be the content hash the user saw; a file changed since then is refused.
+---@field workspace? string|nil
+---@field configPath? string|nil
+---@field trusted boolean
+---@field hash? string|nil
+
+---@class turnstoned.McpServerTrustResult
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field trusted boolean
+---@field servers? turnstoned.McpServerInfo[]
+
+---@class turnstoned.McpTrustRequestParams
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field servers turnstoned.McpServerPreview[]
+---@field previouslyTrusted? boolean
+
+---@class turnstoned.McpTrustResponse ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+---@field decision 'deny'|'dismiss'|'trust'
 
 ---@class turnstoned.MemoryDeleteParams ``workstream`` and ``project`` memories need the ``sessionId`` they belong to.
 ---@field name string
@@ -164,6 +222,12 @@
 ---@class turnstoned.SessionStartResult
 ---@field sessionId string
 
+---@class turnstoned.SessionUsage How full the session's context is after a model call (prompt plus reply, in tokens).
+---@field sessionId string
+---@field contextTokens integer
+---@field contextWindow integer
+---@field estimated? boolean
+
 ---@class turnstoned.SkillInfo
 ---@field name string
 ---@field description string
@@ -195,6 +259,7 @@
 ---@field output? string|nil
 ---@field isError boolean
 ---@field effectStatus? 'none'|'partial'|'rolled_back'|'unknown'|nil
+---@field fileChange? turnstoned.FileChange|nil
 
 ---@class turnstoned.ToolInfo
 ---@field name string
@@ -259,6 +324,7 @@
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
 ---@alias turnstoned.EffectStatus 'none'|'partial'|'rolled_back'|'unknown'
 ---@alias turnstoned.Decision 'always'|'approve'|'deny'
+---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
@@ -268,6 +334,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
+M.PROTOCOL_REVISION = "1.1"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -280,10 +347,12 @@ M.methods = {
   tool_list = "tool/list",
   mcp_server_list = "mcpServer/list",
   mcp_server_refresh = "mcpServer/refresh",
+  mcp_server_trust = "mcpServer/trust",
   daemon_health = "daemon/health",
   memory_list = "memory/list",
   memory_delete = "memory/delete",
   skill_list = "skill/list",
+  file_change_read = "fileChange/read",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -293,8 +362,10 @@ M.methods = {
   approval_resolved = "approval/resolved",
   turn_completed = "turn/completed",
   session_notice = "session/notice",
+  session_usage = "session/usage",
   mcp_server_status_changed = "mcpServer/statusChanged",
   item_tool_request_approval = "item/tool/requestApproval",
+  mcp_server_request_trust = "mcpServer/requestTrust",
 }
 
 --- Which side sends each method, and whether it is a request.
@@ -308,10 +379,12 @@ M.directions = {
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/refresh"] = { direction = "client->daemon", kind = "request" },
+  ["mcpServer/trust"] = { direction = "client->daemon", kind = "request" },
   ["daemon/health"] = { direction = "client->daemon", kind = "request" },
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
+  ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -321,8 +394,10 @@ M.directions = {
   ["approval/resolved"] = { direction = "daemon->client", kind = "notification" },
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
+  ["session/usage"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
+  ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
 }
 
 --- JSON-RPC error codes by name, and their `data.kind`.
@@ -338,6 +413,7 @@ M.error_codes = {
   TURN_NOT_FOUND = -32012,
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
+  FILE_CHANGE_NOT_PENDING = -32020,
 }
 
 M.error_kinds = {
@@ -352,6 +428,7 @@ M.error_kinds = {
   TURN_NOT_FOUND = "turnNotFound",
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
+  FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
 }
 
 return M
