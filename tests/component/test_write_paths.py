@@ -40,10 +40,11 @@ def test_writes_inside_the_workspace_stay_grantable(project: Path, home: Path) -
     assert call.header == "⚙ write_file (write): b.txt (1 chars)"
 
 
-@pytest.mark.parametrize("path", ["../elsewhere/x", "~/.ssh/authorized_keys2", "/tmp/x",
-                                  "link-out/x"])
+@pytest.mark.parametrize("path", ["../elsewhere/x", "~/.ssh/authorized_keys2",
+                                  "{tmp}/elsewhere/new/x", "link-out/x"])
 def test_writes_outside_or_to_credentials_can_never_be_granted(
         project: Path, home: Path, tmp_path: Path, path: str) -> None:
+    path = path.format(tmp=tmp_path)
     (tmp_path / "elsewhere").mkdir()
     (project / "link-out").symlink_to(tmp_path / "elsewhere")
     call = prepare(write_file, tool_ctx(project), path=path, content="x")
