@@ -31,7 +31,6 @@ find the key in its heap. Approval of commands stays the boundary there.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -54,7 +53,7 @@ def harden() -> None:
     if not sys.platform.startswith("linux"):
         return
     wiped = wipe_environment_block()
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own symbols include libc's
     if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         log.warning("cannot make the daemon non-dumpable: %s", os.strerror(ctypes.get_errno()))
     if libc.prctl(_PR_CAPBSET_READ, _CAP_SYS_PTRACE, 0, 0, 0) == 1:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -50,7 +49,7 @@ def start() -> subprocess.Popen[bytes] | None:
     """Spawn the watchdog for this process and tag the environment children inherit."""
     if not sys.platform.startswith("linux"):
         return None
-    token = secrets.token_hex(16)
+    token = os.urandom(16).hex()
     read_end, write_end = os.pipe()  # both close-on-exec: no child holds the daemon's end
     try:
         # The daemon's group and session are the editor's too: the watchdog never

@@ -74,28 +74,28 @@ def test_key_block_with_its_begin_cut_off_is_redacted(key: list[str], body: list
     assert leaked(plain.text, body) == []
 
 
-def test_env_file_lines_are_redacted_in_numbered_output() -> None:
-    env = ["# local settings", "DEBUG=true", "DB_PASSWORD=hunter2-prod-7731",
-           "export STRIPE_SECRET=rk9f7Qa2LmZ0pX", "API_TOKEN='x8F2kLp0qR7s'", "PORT=8080"]
-    for text in (numbered(env), numbered(env, width=6), searched(env, path=".env")):
+ENV_FILE = ["# local settings", "DEBUG=true", "DB_PASSWORD=hunter2-prod-7731",
+            "export STRIPE_SECRET=rk9f7Qa2LmZ0pX", "API_TOKEN='x8F2kLp0qR7s'", "PORT=8080"]
+COMPOSE = ["services:", "  db:", "    image: postgres:16", "    environment:",
+           "      - POSTGRES_PASSWORD=Sup3rS3cretPw", '      - "MYSQL_ROOT_PASSWORD=r00tPw991"',
+           "      - POSTGRES_USER=app", "  cache:", "    environment:",
+           "      REDIS_PASSWORD: Rd1sPassw0rd", "      REDIS_PORT: 6379"]
+
+
+@pytest.mark.parametrize("lines,name,secrets,kept", [
+    (ENV_FILE, ".env", ("hunter2-prod-7731", "rk9f7Qa2LmZ0pX", "x8F2kLp0qR7s"),
+     ("DEBUG=true", "PORT=8080")),
+    (COMPOSE, "docker-compose.yml", ("Sup3rS3cretPw", "r00tPw991", "Rd1sPassw0rd"),
+     ("POSTGRES_USER=app", "REDIS_PORT: 6379", "image: postgres:16")),
+], ids=["env-file", "compose-list-and-map"])
+def test_env_style_secrets_are_redacted_in_every_numbering(
+        lines: list[str], name: str, secrets: tuple[str, ...], kept: tuple[str, ...]) -> None:
+    for text in ("\n".join(lines), numbered(lines), numbered(lines, width=6),
+                 searched(lines, path=name)):
         result = check(text)
-        for secret in ("hunter2-prod-7731", "rk9f7Qa2LmZ0pX", "x8F2kLp0qR7s"):
-            assert secret not in result.text, text
-        assert "DEBUG=true" in result.text and "PORT=8080" in result.text
+        assert [s for s in secrets if s in result.text] == [], text
+        assert all(k in result.text for k in kept), result.text
         assert "env_file_leak" in result.flags
-
-
-def test_compose_environment_lists_and_maps_are_redacted_in_numbered_output() -> None:
-    compose = ["services:", "  db:", "    image: postgres:16", "    environment:",
-               "      - POSTGRES_PASSWORD=Sup3rS3cretPw", '      - "MYSQL_ROOT_PASSWORD=r00tPw991"',
-               "      - POSTGRES_USER=app", "  cache:", "    environment:",
-               "      REDIS_PASSWORD: Rd1sPassw0rd", "      REDIS_PORT: 6379"]
-    for text in ("\n".join(compose), numbered(compose), searched(compose, "docker-compose.yml")):
-        result = check(text)
-        for secret in ("Sup3rS3cretPw", "r00tPw991", "Rd1sPassw0rd"):
-            assert secret not in result.text, text
-        assert "POSTGRES_USER=app" in result.text and "REDIS_PORT: 6379" in result.text
-        assert "image: postgres:16" in result.text
 
 
 def test_numbered_code_is_left_alone() -> None:

@@ -14,6 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from turnstoned import paths
 from turnstoned.tools.base import SessionEnv
@@ -104,10 +105,20 @@ def place(env: SessionEnv, given: str) -> Place:
     )
 
 
-def read_label(places: list[Place]) -> str | None:
-    """The approval label for reading these places; None when none of them needs asking."""
+class Gate(TypedDict):
+    """The approval fields of a PreparedCall."""
+
+    needs_approval: bool
+    approval_label: str | None
+    grantable: bool
+
+
+def read_gate(places: list[Place]) -> Gate:
+    """How a call that reads ``places`` is approved: credential stores ask every time."""
+    label = None
     if any(p.credential for p in places):
-        return READ_CREDENTIALS
-    if any(not p.inside for p in places):
-        return READ_OUTSIDE
-    return None
+        label = READ_CREDENTIALS
+    elif any(not p.inside for p in places):
+        label = READ_OUTSIDE
+    return Gate(needs_approval=label is not None, approval_label=label,
+                grantable=label != READ_CREDENTIALS)

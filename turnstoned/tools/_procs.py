@@ -3,9 +3,10 @@
 Shared by foreground bash and background shells. The script runs as
 ``bash /dev/fd/N`` in a new session (so it leads its own process group), with
 stdin from /dev/null; N is an in-memory file (memfd) that exists on no
-filesystem, so no script is ever left behind, whatever happens to the daemon. Output arrives through an asyncio subprocess protocol in
-large chunks, decoded incrementally as UTF-8 with replacement characters, and is
-handed to callbacks as it comes. The process is waited on, never its pipes: a
+filesystem, so no script is ever left behind, whatever happens to the daemon.
+Output arrives through an asyncio subprocess protocol in large chunks, decoded
+incrementally as UTF-8 with replacement characters, and is handed to callbacks
+as it comes. The process is waited on, never its pipes: a
 grandchild left behind (``server &``) may hold a pipe open forever, so callers
 stop reading when the leader exits and then end the whole group.
 """
@@ -47,7 +48,7 @@ def script_text(command: str, *, stop_on_error: bool, fd: int | None = None) -> 
 
 
 def script_file(command: str, *, stop_on_error: bool) -> int:
-    """The script in an anonymous file (memfd; else an unlinked temp file), as an fd at 0."""
+    """The script in an anonymous file (memfd, else an unlinked temp file), read from its start."""
     memfd_create = getattr(os, "memfd_create", None)
     if memfd_create is not None:
         fd: int = memfd_create("turnstoned-bash", os.MFD_CLOEXEC)

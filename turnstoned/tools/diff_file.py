@@ -22,7 +22,7 @@ from turnstoned.tools._files import (
     split_keepends,
     unified_diff,
 )
-from turnstoned.tools._paths import READ_CREDENTIALS, place, read_label
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 DEFAULT_CONTEXT = 3
@@ -68,16 +68,14 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     a_place = place(ctx.env, a_display)
     b_place = place(ctx.env, b_display) if b_display else None
     places = [a_place] if b_place is None else [a_place, b_place]
-    label = read_label(places)
+    gate = read_gate(places)
     added = [k for k in dict.fromkeys(p.real for p in places) if k not in ctx.env.read_set]
-    if label is None:  # a diff that must be approved first marks its files when it runs
+    if not gate["needs_approval"]:  # one that must be approved first marks them when it runs
         ctx.env.read_set.update(added)
     other = f"{b_display}{b_place.note()}" if b_place is not None else "provided content"
     return PreparedCall(
         header=f"⚙ diff_file: {a_display}{a_place.note()} ↔ {other}",
-        needs_approval=label is not None,
-        approval_label=label,
-        grantable=label != READ_CREDENTIALS,
+        **gate,
         data=_Diff(a, a_display, b, b_display, args.content_b, _context(args.context_lines), added),
     )
 

@@ -28,7 +28,7 @@ from turnstoned.tools._files import (
     is_binary,
     not_found,
 )
-from turnstoned.tools._paths import READ_CREDENTIALS, place, read_label
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 _CHECK_EVERY = 65_536  # lines between looks at the stop flag
@@ -123,10 +123,10 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         return prepare_error(str(exc))
     path = ctx.env.resolve(display)
     where = place(ctx.env, display)
-    label = read_label([where])
+    gate = read_gate([where])
     key = where.real
     added = key not in ctx.env.read_set
-    if label is None:
+    if not gate["needs_approval"]:
         # Marked now, not after execute, so an edit_file later in the same batch passes
         # the guard; a read that must be approved first is marked when it runs.
         ctx.env.read_set.add(key)
@@ -135,9 +135,7 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         span = f" (lines {start}-{start + limit - 1})" if limit else f" (from line {start})"
     return PreparedCall(
         header=f"⚙ read_file: {display}{where.note()}{span}",
-        needs_approval=label is not None,
-        approval_label=label,
-        grantable=label != READ_CREDENTIALS,
+        **gate,
         data=_Request(path, display, key, added, start, limit),
     )
 
@@ -192,7 +190,9 @@ def _lines_left(handle: BinaryIO) -> int:
     return count + (last != b"\n")
 
 
-def _held_key_lines(held: list[tuple[int, bytes]], number: int, raw: bytes) -> list[tuple[int, bytes]]:
+def _held_key_lines(
+    held: list[tuple[int, bytes]], number: int, raw: bytes
+) -> list[tuple[int, bytes]]:
     """The lines skipped so far since an unclosed private key's BEGIN line (else none)."""
     if b"PRIVATE KEY" in raw and b"-----" in raw:
         if b"-----END " in raw:

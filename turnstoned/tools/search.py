@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from turnstoned.tools._paths import READ_CREDENTIALS, place, read_label
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 EXCLUDED_DIRS = (
@@ -81,12 +81,9 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         return prepare_error(f"Error: {display} not found")
     root = os.path.expanduser(display) if display.startswith("~") else display
     where = place(ctx.env, display)
-    label = read_label([where])
     return PreparedCall(
         header=f"⚙ search: {args.query} in {display}{where.note()}",
-        needs_approval=label is not None,
-        approval_label=label,
-        grantable=label != READ_CREDENTIALS,
+        **read_gate([where]),
         data=_Search(args.query, root, ctx.env.cwd),
     )
 
