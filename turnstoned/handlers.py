@@ -91,8 +91,19 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     async def mcp_refresh(params: p.McpServerRefreshParams) -> p.McpServerRefreshResult:
         return p.McpServerRefreshResult(changes=await get_engine().mcp_refresh(params.name))
 
+    async def mcp_trust(params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+        return await get_engine().mcp_trust(params)
+
     async def health(_: None) -> p.DaemonHealthResult:
         return get_engine().health()
+
+    async def file_change_read(params: p.FileChangeReadParams) -> p.FileChangeReadResult:
+        return await get_engine().read_file_change(params.session_id, params.call_id)
+
+    async def preview_read(params: p.PreviewReadParams) -> p.PreviewReadResult:
+        from turnstoned.core import weblink
+
+        return await weblink.read_preview(get_engine(), params)
 
     return {
         "session/start": session_start,
@@ -104,7 +115,10 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         "tool/list": tool_list,
         "mcpServer/list": mcp_list,
         "mcpServer/refresh": mcp_refresh,
+        "mcpServer/trust": mcp_trust,
         "daemon/health": health,
+        "fileChange/read": file_change_read,
+        "preview/read": preview_read,
         **_knowledge_handlers(get_engine),
     }
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 PROTOCOL_VERSION = 1
+# Additions within version 1 (new fields with defaults, new methods); clients may
+# compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
+# decisions, session/usage and trust for project MCP configs; "1.2" adds previews
+# (preview/open, preview/read).
+PROTOCOL_REVISION = "1.2"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -39,6 +44,8 @@ class ErrorCode(enum.IntEnum):
     TURN_NOT_FOUND = -32012
     MCP_SERVER_NOT_FOUND = -32013
     CONFIG_ERROR = -32014
+    FILE_CHANGE_NOT_PENDING = -32020
+    PREVIEW_NOT_FOUND = -32021
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -54,6 +61,8 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.TURN_NOT_FOUND: "turnNotFound",
     ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
     ErrorCode.CONFIG_ERROR: "configError",
+    ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+    ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
 }
 
 TurnErrorKind = Literal[
@@ -74,6 +83,7 @@ SessionKind = Literal["interactive", "coordinator"]
 ToolStatus = Literal["pending", "running", "completed", "failed", "declined", "cancelled"]
 EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
 Decision = Literal["approve", "deny", "always"]
+FileChangeKind = Literal["create", "modify", "delete"]
 
 
 class TextInput(Wire, kw_only=True, tag="text", tag_field="type"):
@@ -92,6 +102,19 @@ class Usage(Wire, kw_only=True):
 class TurnError(Wire, kw_only=True):
     kind: TurnErrorKind
     message: str
+
+
+class FileChange(Wire, kw_only=True):
+    """The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view.
+
+    ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a
+    binary or very large file), and ``fileChange/read`` has the whole content.
+    """
+
+    path: str
+    kind: FileChangeKind
+    unified_diff: str
+    truncated: bool = False
 
 
 # ---------------------------------------------------------------- items
@@ -124,6 +147,7 @@ class ToolCallItem(Wire, kw_only=True, tag="toolCall", tag_field="type"):
     output: str | None = None
     is_error: bool
     effect_status: EffectStatus | None = None
+    file_change: FileChange | None = None
 
 
 class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
@@ -214,8 +238,10 @@ class ToolListResult(Wire, kw_only=True):
 
 
 class McpServerInfo(Wire, kw_only=True):
+    """``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs)."""
+
     name: str
-    status: Literal["connecting", "connected", "failed", "disabled"]
+    status: Literal["connecting", "connected", "failed", "disabled", "untrusted"]
     tools: int = 0
     resources: int = 0
     prompts: int = 0
@@ -242,6 +268,27 @@ class McpServerRefreshResult(Wire, kw_only=True):
     changes: list[McpChange]
 
 
+class McpServerTrustParams(Wire, kw_only=True):
+    """Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``).
+
+    ``hash``, when given, must be the content hash the user saw; a file changed
+    since then is refused.
+    """
+
+    workspace: str | None = None
+    config_path: str | None = None
+    trusted: bool
+    hash: str | None = None
+
+
+class McpServerTrustResult(Wire, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    trusted: bool
+    servers: list[McpServerInfo] = []
+
+
 class McpHealth(Wire, kw_only=True):
     servers: int = 0
     connected: int = 0
@@ -253,6 +300,7 @@ class McpHealth(Wire, kw_only=True):
 class DaemonHealthResult(Wire, kw_only=True):
     version: str
     protocol_version: int
+    protocol_revision: str = PROTOCOL_REVISION
     sessions: int
     running_turns: int = 0
     model: str | None = None
@@ -316,6 +364,41 @@ class SkillListResult(Wire, kw_only=True):
     skills: list[SkillInfo]
 
 
+class FileChangeReadParams(Wire, kw_only=True):
+    session_id: str
+    call_id: str
+
+
+class FileChangeReadResult(Wire, kw_only=True):
+    """The whole file before and after the proposed change (``oldText`` is "" for a new file)."""
+
+    path: str
+    old_text: str
+    new_text: str
+PreviewKind = Literal["web", "pdf", "image", "table", "text", "markdown"]
+
+
+class PreviewReadParams(Wire, kw_only=True):
+    """Read a preview's bytes: all of them, or ``length`` bytes from ``offset``."""
+
+    session_id: str
+    preview_id: str
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    length: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class PreviewReadResult(Wire, kw_only=True):
+    preview_id: str
+    kind: PreviewKind
+    title: str
+    source: str
+    content_type: str
+    size: int  # of the whole preview, in bytes
+    offset: int = 0
+    data: str  # base64 of the bytes read
+    eof: bool  # the bytes read reach the end
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -359,6 +442,8 @@ class ApprovalResolved(Wire, kw_only=True):
     cycle_id: str
     call_ids: list[str]
     decision: Literal["approve", "deny", "always", "cancelled", "timeout", "auto"]
+    # When the answer decided calls one by one: what each asked-about call got.
+    calls: dict[str, Decision] = {}
 
 
 class TurnCompleted(Wire, kw_only=True):
@@ -367,6 +452,16 @@ class TurnCompleted(Wire, kw_only=True):
     status: Literal["completed", "interrupted", "failed"]
     error: TurnError | None = None
     usage: Usage | None = None
+
+
+class SessionUsage(Wire, kw_only=True):
+    """How full the session's context is after a model call (prompt plus reply, in tokens)."""
+
+    session_id: str
+    context_tokens: int
+    context_window: int
+    # True when the server reported no usage and ``contextTokens`` is estimated from text.
+    estimated: bool = False
 
 
 class SessionNotice(Wire, kw_only=True):
@@ -415,6 +510,7 @@ class TextDocumentSync(Wire, kw_only=True):
 
 class TurnstonedCapabilities(Wire, kw_only=True):
     protocol_version: int
+    protocol_revision: str
     methods: list[str]
 
 
@@ -439,6 +535,20 @@ class InitializeResult(Wire, kw_only=True):
     server_info: ServerInfo
 
 
+class PreviewOpen(Wire, kw_only=True):
+    """The model opened a preview: show it beside the conversation (bytes via preview/read)."""
+
+    session_id: str
+    call_id: str
+    preview_id: str  # content address: sha256 of the bytes
+    kind: PreviewKind
+    title: str
+    source: str  # the URL it came from (after redirects), or the file path
+    content_type: str
+    size: int
+    csp: str = ""  # the Content-Security-Policy to render it under ("" for a PDF viewer)
+
+
 # ---------------------------------------------------------------- daemon -> client requests
 
 
@@ -450,6 +560,7 @@ class ApprovalRequestItem(Wire, kw_only=True):
     needs_approval: bool
     approval_label: str
     error: str | None = None
+    file_change: FileChange | None = None
 
 
 class ApprovalRequestParams(Wire, kw_only=True):
@@ -457,11 +568,55 @@ class ApprovalRequestParams(Wire, kw_only=True):
     turn_id: str
     cycle_id: str
     items: list[ApprovalRequestItem]
+    # The calls cannot be decided one by one (they change the same file): answer the cycle.
+    atomic: bool = False
+
+
+class CallDecision(Wire, kw_only=True):
+    decision: Decision
+    feedback: str | None = None
 
 
 class ApprovalResponse(Wire, kw_only=True):
+    """The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``."""
+
     decision: Decision
     feedback: str | None = None
+    calls: dict[str, CallDecision] = {}
+
+
+class McpServerPreview(Wire, kw_only=True):
+    """One server of a project config exactly as written: nothing is expanded.
+
+    ``env`` lists the names the entry sets in the server's environment;
+    ``variables`` the names of the user's environment variables its ``${VAR}``
+    references would read (their values would reach the server).
+    """
+
+    name: str
+    transport: Literal["stdio", "http"] | None = None
+    command: str | None = None
+    args: list[str] = []
+    url: str | None = None
+    cwd: str | None = None
+    env: list[str] = []
+    variables: list[str] = []
+    problem: str | None = None
+
+
+class McpTrustRequestParams(Wire, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    servers: list[McpServerPreview]
+    previously_trusted: bool = False  # another version of this file was trusted before
+
+
+class McpTrustResponse(Wire, kw_only=True):
+    """``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again
+    at the next session. Anything else (an error, null, an unknown word) trusts nothing."""
+
+    decision: Literal["trust", "deny", "dismiss"]
 
 
 # ---------------------------------------------------------------- the table
@@ -515,12 +670,18 @@ METHODS: tuple[Method, ...] = (
     _req("mcpServer/list", None, McpServerListResult, "Configured MCP servers and their state."),
     _req("mcpServer/refresh", McpServerRefreshParams, McpServerRefreshResult,
          "Rediscover one or all MCP servers (reconnecting dead ones)."),
+    _req("mcpServer/trust", McpServerTrustParams, McpServerTrustResult,
+         "Trust (start) or revoke a project's .mcp.json servers; answers once they settled."),
     _req("daemon/health", None, DaemonHealthResult, "Version, protocol and load."),
     _req("memory/list", MemoryListParams, MemoryListResult,
          "Stored memories, newest update first (to show and prune them)."),
     _req("memory/delete", MemoryDeleteParams, MemoryDeleteResult, "Delete one memory."),
     _req("skill/list", SkillListParams, SkillListResult,
          "Skills a session (or, without one, the user) can load, and which one is active."),
+    _req("fileChange/read", FileChangeReadParams, FileChangeReadResult,
+         "The whole proposed content of a file change awaiting approval (for a diff view)."),
+    _req("preview/read", PreviewReadParams, PreviewReadResult,
+         "Read the content of a preview the daemon announced with preview/open."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),
@@ -530,6 +691,9 @@ METHODS: tuple[Method, ...] = (
     _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
+    _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
+    _note("preview/open", PreviewOpen,
+          "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     _lsp("$/cancelRequest", "daemon->client", "notification", CancelParams, None,
@@ -539,6 +703,8 @@ METHODS: tuple[Method, ...] = (
          "A message for the user: the configuration cannot be used (sent after initialized)."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
+    Method("mcpServer/requestTrust", "daemon->client", "request", McpTrustRequestParams,
+           McpTrustResponse, "Ask whether the servers of a project's .mcp.json may run."),
 )
 
 METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

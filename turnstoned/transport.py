@@ -43,6 +43,7 @@ def _initialize_result(name: str, version: str) -> p.InitializeResult:
     return p.InitializeResult(
         capabilities=p.ServerCapabilities(experimental=p.ExperimentalCapabilities(
             turnstoned=p.TurnstonedCapabilities(protocol_version=p.PROTOCOL_VERSION,
+                                                protocol_revision=p.PROTOCOL_REVISION,
                                                 methods=methods))),
         server_info=p.ServerInfo(name=name, version=version))
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+DEFER = object()  # returned by ``on_request``: the test answers that request itself, later
+
 
 class ErrorAnswer:
     """Returned by ``on_request``: answer the daemon's request with this JSON-RPC error."""
@@ -23,9 +25,11 @@ class ErrorAnswer:
 class RawDaemon:
     """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
 
-    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = (),
+                 prefix: tuple[str, ...] = ()) -> None:
+        """``prefix`` runs the daemon through a wrapper that execs it (e.g. setpriv)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [*prefix, sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=cwd)
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
@@ -73,7 +77,7 @@ class RawDaemon:
             result = self.on_request(msg)
             if isinstance(result, ErrorAnswer):
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "error": result.error})
-            else:
+            elif result is not DEFER:
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             with self._cond:
                 self.notifications.append(msg)

@@ -16,7 +16,7 @@ from pathlib import Path
 from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
-from turnstoned.core import mcplink
+from turnstoned.core import mcplink, weblink
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
@@ -45,11 +45,14 @@ class Engine:
         self.services.prompt_sections.append(self._mcp_section)
         self.mcp.add_status_listener(
             lambda status: sink.notify("mcpServer/statusChanged", mcplink.server_info(status)))
+        self.projects = mcplink.make_projects(config, store, self.mcp, sink)
+        weblink.attach(self, config)
         self._closed = False
 
     def start(self) -> None:
         """Begin background work (MCP connections); call on the running event loop."""
         asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
+        weblink.sweep_previews(self)
 
     def _mcp_section(self, env: SessionEnv) -> str:
         from turnstoned.mcp.catalog import catalog_text
@@ -87,8 +90,7 @@ class Engine:
             on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
         )
         session = Session(row, store, env, policy)
-        if self.config.mcp.project_config:
-            mcplink.add_project_servers(self.mcp, env.workspace or env.cwd)
+        self.projects.open(env.workspace or env.cwd)
         t = self.config.tools
         session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
                                         max_results=t.search_max_results,
@@ -167,6 +169,7 @@ class Engine:
         await _shells.close_all(session.env)
         self.store.update_session(session_id, closed=True)
         self.sessions.pop(session_id, None)
+        weblink.remove_previews(self, session_id)
 
     # ----------------------------------------------------------- turns
 
@@ -233,6 +236,20 @@ class Engine:
             ))
         return out
 
+    async def read_file_change(self, session_id: str, call_id: str) -> p.FileChangeReadResult:
+        """The whole old and new text of a file change whose approval is being asked."""
+        session = self.get(session_id)
+        call = session.policy.awaiting.get(call_id)
+        if call is None:
+            raise EngineError(ErrorCode.FILE_CHANGE_NOT_PENDING,
+                              f"call {call_id!r} is not awaiting approval in this session")
+        proposal = call.file_change
+        if proposal is None:
+            raise EngineError(ErrorCode.FILE_CHANGE_NOT_PENDING,
+                              f"call {call_id!r} ({call.tool}) proposes no file change")
+        old, new = await asyncio.to_thread(proposal.texts)
+        return p.FileChangeReadResult(path=proposal.path, old_text=old, new_text=new)
+
     def health(self) -> p.DaemonHealthResult:
         model = resolve_model(self.config.model)
         return p.DaemonHealthResult(
@@ -252,6 +269,9 @@ class Engine:
     def mcp_servers(self) -> list[p.McpServerInfo]:
         return [mcplink.server_info(s) for s in self.mcp.status()]
 
+    async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+        return await mcplink.set_trust(self.projects, params)
+
     async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
         try:
             changes = await self.mcp.refresh(name)
@@ -264,7 +284,9 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        await self.projects.close()
         await self.mcp.close()
+        await weblink.close(self)
         for session in list(self.sessions.values()):
             try:
                 await self.close_session_runtime(session)

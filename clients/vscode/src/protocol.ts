@@ -2,6 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_REVISION = "1.2";
 
 export interface AgentMessageItem {
   type: "agentMessage";
@@ -17,6 +18,7 @@ export interface ApprovalRequestItem {
   needsApproval: boolean;
   approvalLabel: string;
   error?: string | null;
+  fileChange?: FileChange | null;
 }
 
 export interface ApprovalRequestParams {
@@ -24,6 +26,7 @@ export interface ApprovalRequestParams {
   turnId: string;
   cycleId: string;
   items: ApprovalRequestItem[];
+  atomic?: boolean;
 }
 
 export interface ApprovalResolved {
@@ -32,9 +35,19 @@ export interface ApprovalResolved {
   cycleId: string;
   callIds: string[];
   decision: "always" | "approve" | "auto" | "cancelled" | "deny" | "timeout";
+  calls?: { [key: string]: "always" | "approve" | "deny" };
 }
 
+/**
+ * The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
+ */
 export interface ApprovalResponse {
+  decision: "always" | "approve" | "deny";
+  feedback?: string | null;
+  calls?: { [key: string]: CallDecision };
+}
+
+export interface CallDecision {
   decision: "always" | "approve" | "deny";
   feedback?: string | null;
 }
@@ -54,6 +67,7 @@ export interface ClientInfo {
 export interface DaemonHealthResult {
   version: string;
   protocolVersion: number;
+  protocolRevision?: string;
   sessions: number;
   runningTurns?: number;
   model?: string | null;
@@ -66,6 +80,33 @@ export interface Empty {
 
 export interface ExperimentalCapabilities {
   turnstoned: TurnstonedCapabilities;
+}
+
+/**
+ * The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view.
+ *
+ * ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a
+ * binary or very large file), and ``fileChange/read`` has the whole content.
+ */
+export interface FileChange {
+  path: string;
+  kind: "create" | "delete" | "modify";
+  unifiedDiff: string;
+  truncated?: boolean;
+}
+
+export interface FileChangeReadParams {
+  sessionId: string;
+  callId: string;
+}
+
+/**
+ * The whole file before and after the proposed change (``oldText`` is "" for a new file).
+ */
+export interface FileChangeReadResult {
+  path: string;
+  oldText: string;
+  newText: string;
 }
 
 /**
@@ -119,9 +160,12 @@ export interface McpHealth {
   prompts?: number;
 }
 
+/**
+ * ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
+ */
 export interface McpServerInfo {
   name: string;
-  status: "connected" | "connecting" | "disabled" | "failed";
+  status: "connected" | "connecting" | "disabled" | "failed" | "untrusted";
   tools?: number;
   resources?: number;
   prompts?: number;
@@ -133,12 +177,68 @@ export interface McpServerListResult {
   servers: McpServerInfo[];
 }
 
+/**
+ * One server of a project config exactly as written: nothing is expanded.
+ *
+ * ``env`` lists the names the entry sets in the server's environment;
+ * ``variables`` the names of the user's environment variables its ``${VAR}``
+ * references would read (their values would reach the server).
+ */
+export interface McpServerPreview {
+  name: string;
+  transport?: "http" | "stdio" | null;
+  command?: string | null;
+  args?: string[];
+  url?: string | null;
+  cwd?: string | null;
+  env?: string[];
+  variables?: string[];
+  problem?: string | null;
+}
+
 export interface McpServerRefreshParams {
   name?: string | null;
 }
 
 export interface McpServerRefreshResult {
   changes: McpChange[];
+}
+
+/**
+ * Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``).
+ *
+ * ``hash``, when given, must be the content hash the user saw; a file changed
+ * since then is refused.
+ */
+export interface McpServerTrustParams {
+  workspace?: string | null;
+  configPath?: string | null;
+  trusted: boolean;
+  hash?: string | null;
+}
+
+export interface McpServerTrustResult {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  trusted: boolean;
+  servers?: McpServerInfo[];
+}
+
+export interface McpTrustRequestParams {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  servers: McpServerPreview[];
+  previouslyTrusted?: boolean;
+}
+
+/**
+ * ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again
+ * at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+ */
+export interface McpTrustResponse {
+  decision: "deny" | "dismiss" | "trust";
 }
 
 /**
@@ -184,6 +284,43 @@ export interface NoticeItem {
   id: string;
   kind: string;
   text: string;
+}
+
+/**
+ * The model opened a preview: show it beside the conversation (bytes via preview/read).
+ */
+export interface PreviewOpen {
+  sessionId: string;
+  callId: string;
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  csp?: string;
+}
+
+/**
+ * Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+ */
+export interface PreviewReadParams {
+  sessionId: string;
+  previewId: string;
+  offset?: number;
+  length?: number | null;
+}
+
+export interface PreviewReadResult {
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  offset?: number;
+  data: string;
+  eof: boolean;
 }
 
 export interface ReasoningItem {
@@ -254,6 +391,16 @@ export interface SessionStartResult {
 }
 
 /**
+ * How full the session's context is after a model call (prompt plus reply, in tokens).
+ */
+export interface SessionUsage {
+  sessionId: string;
+  contextTokens: number;
+  contextWindow: number;
+  estimated?: boolean;
+}
+
+/**
  * LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log.
  */
 export interface ShowMessageParams {
@@ -301,6 +448,7 @@ export interface ToolCallItem {
   output?: string | null;
   isError: boolean;
   effectStatus?: "none" | "partial" | "rolled_back" | "unknown" | null;
+  fileChange?: FileChange | null;
 }
 
 export interface ToolInfo {
@@ -363,6 +511,7 @@ export interface TurnStarted {
 
 export interface TurnstonedCapabilities {
   protocolVersion: number;
+  protocolRevision: string;
   methods: string[];
 }
 
@@ -383,11 +532,13 @@ export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
 export type EffectStatus = "none" | "partial" | "rolled_back" | "unknown";
 export type Decision = "always" | "approve" | "deny";
+export type FileChangeKind = "create" | "delete" | "modify";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
+export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
 
 /** Every method name of the protocol. */
 export const Method = {
@@ -404,10 +555,13 @@ export const Method = {
   toolList: "tool/list",
   mcpServerList: "mcpServer/list",
   mcpServerRefresh: "mcpServer/refresh",
+  mcpServerTrust: "mcpServer/trust",
   daemonHealth: "daemon/health",
   memoryList: "memory/list",
   memoryDelete: "memory/delete",
   skillList: "skill/list",
+  fileChangeRead: "fileChange/read",
+  previewRead: "preview/read",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -417,10 +571,13 @@ export const Method = {
   approvalResolved: "approval/resolved",
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
+  sessionUsage: "session/usage",
+  previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   cancelRequest: "$/cancelRequest",
   windowShowMessage: "window/showMessage",
   itemToolRequestApproval: "item/tool/requestApproval",
+  mcpServerRequestTrust: "mcpServer/requestTrust",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -437,10 +594,13 @@ export interface ClientRequests {
   "tool/list": { params: ToolListParams; result: ToolListResult };
   "mcpServer/list": { params: null; result: McpServerListResult };
   "mcpServer/refresh": { params: McpServerRefreshParams; result: McpServerRefreshResult };
+  "mcpServer/trust": { params: McpServerTrustParams; result: McpServerTrustResult };
   "daemon/health": { params: null; result: DaemonHealthResult };
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };
+  "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
+  "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
 }
 
 /** Notifications the daemon sends. */
@@ -454,6 +614,8 @@ export interface DaemonNotifications {
   "approval/resolved": ApprovalResolved;
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
+  "session/usage": SessionUsage;
+  "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerInfo;
   "$/cancelRequest": CancelParams;
   "window/showMessage": ShowMessageParams;
@@ -462,6 +624,7 @@ export interface DaemonNotifications {
 /** Requests the daemon sends; the client answers. */
 export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
+  "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
 }
 
 /** Notifications a client sends. */
@@ -484,6 +647,8 @@ export const ErrorCode = {
   TURN_NOT_FOUND: -32012,
   MCP_SERVER_NOT_FOUND: -32013,
   CONFIG_ERROR: -32014,
+  FILE_CHANGE_NOT_PENDING: -32020,
+  PREVIEW_NOT_FOUND: -32021,
 } as const;
 
 export const ErrorKind = {
@@ -499,4 +664,6 @@ export const ErrorKind = {
   TURN_NOT_FOUND: "turnNotFound",
   MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
   CONFIG_ERROR: "configError",
+  FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+  PREVIEW_NOT_FOUND: "previewNotFound",
 } as const;

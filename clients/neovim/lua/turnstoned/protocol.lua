@@ -14,12 +14,14 @@
 ---@field needsApproval boolean
 ---@field approvalLabel string
 ---@field error? string|nil
+---@field fileChange? turnstoned.FileChange|nil
 
 ---@class turnstoned.ApprovalRequestParams
 ---@field sessionId string
 ---@field turnId string
 ---@field cycleId string
 ---@field items turnstoned.ApprovalRequestItem[]
+---@field atomic? boolean
 
 ---@class turnstoned.ApprovalResolved
 ---@field sessionId string
@@ -27,8 +29,14 @@
 ---@field cycleId string
 ---@field callIds string[]
 ---@field decision 'always'|'approve'|'auto'|'cancelled'|'deny'|'timeout'
+---@field calls? table<string, 'always'|'approve'|'deny'>
 
----@class turnstoned.ApprovalResponse
+---@class turnstoned.ApprovalResponse The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
+---@field decision 'always'|'approve'|'deny'
+---@field feedback? string|nil
+---@field calls? table<string, turnstoned.CallDecision>
+
+---@class turnstoned.CallDecision
 ---@field decision 'always'|'approve'|'deny'
 ---@field feedback? string|nil
 
@@ -42,6 +50,7 @@
 ---@class turnstoned.DaemonHealthResult
 ---@field version string
 ---@field protocolVersion integer
+---@field protocolRevision? string
 ---@field sessions integer
 ---@field runningTurns? integer
 ---@field model? string|nil
@@ -52,6 +61,21 @@
 
 ---@class turnstoned.ExperimentalCapabilities
 ---@field turnstoned turnstoned.TurnstonedCapabilities
+
+---@class turnstoned.FileChange The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view. ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a binary or very large file), and ``fileChange/read`` has the whole content.
+---@field path string
+---@field kind 'create'|'delete'|'modify'
+---@field unifiedDiff string
+---@field truncated? boolean
+
+---@class turnstoned.FileChangeReadParams
+---@field sessionId string
+---@field callId string
+
+---@class turnstoned.FileChangeReadResult The whole file before and after the proposed change (``oldText`` is "" for a new file).
+---@field path string
+---@field oldText string
+---@field newText string
 
 ---@class turnstoned.InitializeParams LSP's ``initialize`` params. The daemon reads none of them: sessions get their directories from ``session/start``. Other LSP fields are accepted and ignored.
 ---@field processId? integer|nil
@@ -93,9 +117,9 @@
 ---@field resources? integer
 ---@field prompts? integer
 
----@class turnstoned.McpServerInfo
+---@class turnstoned.McpServerInfo ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
 ---@field name string
----@field status 'connected'|'connecting'|'disabled'|'failed'
+---@field status 'connected'|'connecting'|'disabled'|'failed'|'untrusted'
 ---@field tools? integer
 ---@field resources? integer
 ---@field prompts? integer
@@ -105,11 +129,45 @@
 ---@class turnstoned.McpServerListResult
 ---@field servers turnstoned.McpServerInfo[]
 
+---@class turnstoned.McpServerPreview One server of a project config exactly as written: nothing is expanded. ``env`` lists the names the entry sets in the server's environment; ``variables`` the names of the user's environment variables its ``${VAR}`` references would read (their values would reach the server).
+---@field name string
+---@field transport? 'http'|'stdio'|nil
+---@field command? string|nil
+---@field args? string[]
+---@field url? string|nil
+---@field cwd? string|nil
+---@field env? string[]
+---@field variables? string[]
+---@field problem? string|nil
+
 ---@class turnstoned.McpServerRefreshParams
 ---@field name? string|nil
 
 ---@class turnstoned.McpServerRefreshResult
 ---@field changes turnstoned.McpChange[]
+
+---@class turnstoned.McpServerTrustParams Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``). ``hash``, when given, must be the content hash the user saw; a file changed since then is refused.
+---@field workspace? string|nil
+---@field configPath? string|nil
+---@field trusted boolean
+---@field hash? string|nil
+
+---@class turnstoned.McpServerTrustResult
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field trusted boolean
+---@field servers? turnstoned.McpServerInfo[]
+
+---@class turnstoned.McpTrustRequestParams
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field servers turnstoned.McpServerPreview[]
+---@field previouslyTrusted? boolean
+
+---@class turnstoned.McpTrustResponse ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+---@field decision 'deny'|'dismiss'|'trust'
 
 ---@class turnstoned.MemoryDeleteParams ``workstream`` and ``project`` memories need the ``sessionId`` they belong to.
 ---@field name string
@@ -139,6 +197,34 @@
 ---@field id string
 ---@field kind string
 ---@field text string
+
+---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
+---@field sessionId string
+---@field callId string
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field csp? string
+
+---@class turnstoned.PreviewReadParams Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+---@field sessionId string
+---@field previewId string
+---@field offset? integer
+---@field length? integer|nil
+
+---@class turnstoned.PreviewReadResult
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field offset? integer
+---@field data string
+---@field eof boolean
 
 ---@class turnstoned.ReasoningItem
 ---@field type 'reasoning'
@@ -191,6 +277,12 @@
 ---@class turnstoned.SessionStartResult
 ---@field sessionId string
 
+---@class turnstoned.SessionUsage How full the session's context is after a model call (prompt plus reply, in tokens).
+---@field sessionId string
+---@field contextTokens integer
+---@field contextWindow integer
+---@field estimated? boolean
+
 ---@class turnstoned.ShowMessageParams LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log.
 ---@field type integer
 ---@field message string
@@ -230,6 +322,7 @@
 ---@field output? string|nil
 ---@field isError boolean
 ---@field effectStatus? 'none'|'partial'|'rolled_back'|'unknown'|nil
+---@field fileChange? turnstoned.FileChange|nil
 
 ---@class turnstoned.ToolInfo
 ---@field name string
@@ -281,6 +374,7 @@
 
 ---@class turnstoned.TurnstonedCapabilities
 ---@field protocolVersion integer
+---@field protocolRevision string
 ---@field methods string[]
 
 ---@class turnstoned.Usage
@@ -298,15 +392,18 @@
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
 ---@alias turnstoned.EffectStatus 'none'|'partial'|'rolled_back'|'unknown'
 ---@alias turnstoned.Decision 'always'|'approve'|'deny'
+---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
+---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
 
 local M = {}
 
 M.PROTOCOL_VERSION = 1
+M.PROTOCOL_REVISION = "1.2"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -323,10 +420,13 @@ M.methods = {
   tool_list = "tool/list",
   mcp_server_list = "mcpServer/list",
   mcp_server_refresh = "mcpServer/refresh",
+  mcp_server_trust = "mcpServer/trust",
   daemon_health = "daemon/health",
   memory_list = "memory/list",
   memory_delete = "memory/delete",
   skill_list = "skill/list",
+  file_change_read = "fileChange/read",
+  preview_read = "preview/read",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -336,10 +436,13 @@ M.methods = {
   approval_resolved = "approval/resolved",
   turn_completed = "turn/completed",
   session_notice = "session/notice",
+  session_usage = "session/usage",
+  preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   cancel_request = "$/cancelRequest",
   window_show_message = "window/showMessage",
   item_tool_request_approval = "item/tool/requestApproval",
+  mcp_server_request_trust = "mcpServer/requestTrust",
 }
 
 --- Which side sends each method, and whether it is a request.
@@ -357,10 +460,13 @@ M.directions = {
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/refresh"] = { direction = "client->daemon", kind = "request" },
+  ["mcpServer/trust"] = { direction = "client->daemon", kind = "request" },
   ["daemon/health"] = { direction = "client->daemon", kind = "request" },
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
+  ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
+  ["preview/read"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -370,10 +476,13 @@ M.directions = {
   ["approval/resolved"] = { direction = "daemon->client", kind = "notification" },
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
+  ["session/usage"] = { direction = "daemon->client", kind = "notification" },
+  ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
   ["window/showMessage"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
+  ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
 }
 
 --- JSON-RPC error codes by name, and their `data.kind`.
@@ -390,6 +499,8 @@ M.error_codes = {
   TURN_NOT_FOUND = -32012,
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
+  FILE_CHANGE_NOT_PENDING = -32020,
+  PREVIEW_NOT_FOUND = -32021,
 }
 
 M.error_kinds = {
@@ -405,6 +516,8 @@ M.error_kinds = {
   TURN_NOT_FOUND = "turnNotFound",
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
+  FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
+  PREVIEW_NOT_FOUND = "previewNotFound",
 }
 
 return M
