@@ -155,13 +155,14 @@ def _problems(file: Path, data: dict[str, Any]) -> list[str]:
 def load(file: Path | None = None) -> Config:
     """Read the config file. The default file may be missing (defaults); a file named
     by ``TURNSTONED_CONFIG`` or the caller must exist."""
-    named = file is not None or bool(os.environ.get("TURNSTONED_CONFIG"))
+    by_env = file is None and bool(os.environ.get("TURNSTONED_CONFIG"))
+    named = file is not None or by_env
     file = file or paths.config_file()
     try:
         raw = file.read_bytes()
     except FileNotFoundError as exc:
         if named:
-            via = "" if os.environ.get("TURNSTONED_CONFIG") is None else "TURNSTONED_CONFIG names "
+            via = "TURNSTONED_CONFIG names " if by_env else ""
             raise ConfigError(f"{via}{file}: no such config file") from exc
         return Config()
     except OSError as exc:

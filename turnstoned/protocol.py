@@ -697,8 +697,8 @@ METHODS: tuple[Method, ...] = (
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     _lsp("$/cancelRequest", "daemon->client", "notification", CancelParams, None,
-         "A daemon request (an approval) is withdrawn: close its dialog; a late answer is "
-         "ignored. Clients may send it too, for their own requests."),
+         "A daemon request (an approval, a trust question) is withdrawn: close its dialog; a "
+         "late answer is ignored. Clients may send it too, for their own requests."),
     _lsp("window/showMessage", "daemon->client", "notification", ShowMessageParams, None,
          "A message for the user: the configuration cannot be used (sent after initialized)."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,

@@ -177,18 +177,21 @@ class PyglsSink:
         except (OSError, ValueError) as exc:  # the client went away; the turn goes on
             log.debug("notification %s not sent: %s", method, exc)
 
-    async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
-        msg_id = f"approval-{uuid.uuid4().hex}"
-        future = self.protocol.send_request("item/tool/requestApproval", encode(params),
-                                            msg_id=msg_id)
+    async def _ask(self, method: str, params: p.Wire, prefix: str) -> Any:
+        """Send a daemon->client request and wait for the answer. Cancelling the wait
+        withdraws the question with ``$/cancelRequest``; a late answer is then ignored."""
+        msg_id = f"{prefix}-{uuid.uuid4().hex}"
+        future = self.protocol.send_request(method, encode(params), msg_id=msg_id)
         try:
-            raw = await asyncio.wrap_future(future)
+            return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
-            # Withdraw the question: a late answer is then ignored as unknown.
             self.protocol._request_futures.pop(msg_id, None)
             self.protocol._result_types.pop(msg_id, None)
             self.notify("$/cancelRequest", p.CancelParams(id=msg_id))
             raise
+
+    async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+        raw = await self._ask("item/tool/requestApproval", params, "approval")
         try:
             return msgspec.convert(raw, p.ApprovalResponse)
         except msgspec.ValidationError as exc:
@@ -198,15 +201,8 @@ class PyglsSink:
     async def request_mcp_trust(
         self, params: p.McpTrustRequestParams
     ) -> p.McpTrustResponse | None:
-        msg_id = f"mcp-trust-{uuid.uuid4().hex}"
-        future = self.protocol.send_request("mcpServer/requestTrust", encode(params),
-                                            msg_id=msg_id)
         try:
-            raw = await asyncio.wrap_future(future)
-        except asyncio.CancelledError:  # only at shutdown: forget the question
-            self.protocol._request_futures.pop(msg_id, None)
-            self.protocol._result_types.pop(msg_id, None)
-            raise
+            raw = await self._ask("mcpServer/requestTrust", params, "mcp-trust")
         except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
             log.info("mcpServer/requestTrust answered with an error: %s", exc)
             return None

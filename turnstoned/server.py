@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 class Daemon(LanguageServer):
     ready = False
     holder: EngineHolder
+    protocol: DaemonProtocol
 
 
 def _prewarm() -> None:
@@ -208,8 +209,7 @@ async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
     loop = asyncio.get_running_loop()
     server.protocol.set_writer(StdoutWriter(stdout))
     link = StdioTransport(server.protocol, served_methods())
-    server.holder.on_config = lambda cfg: link.frames.__setattr__(
-        "max_frame", cfg.daemon.max_frame_mib << 20)
+    server.holder.on_config = lambda cfg: link.set_max_frame(cfg.daemon.max_frame_mib << 20)
     budget: asyncio.Timeout | None = None
 
     def on_signal(sig: signal.Signals) -> None:
@@ -233,8 +233,7 @@ async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
         except OSError as exc:
             log.warning("engine shutdown failed: %s", exc)
     # LSP: `exit` without a `shutdown` first is an abnormal end.
-    protocol: DaemonProtocol = server.protocol  # type: ignore[assignment]
-    return 1 if reason == "exit" and not protocol.shut_down else 0
+    return 1 if reason == "exit" and not server.protocol.shut_down else 0
 
 
 def _run_bounded(main: Coroutine[Any, Any, int]) -> int:

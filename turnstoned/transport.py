@@ -60,8 +60,10 @@ class DaemonProtocol(LanguageServerProtocol):
         answer = rpc.encode(_initialize_result(self._server.name, self._server.version))
         self.server_capabilities = self._converter.structure(answer["capabilities"],
                                                              lsp.ServerCapabilities)
-        self._server.ready = True  # type: ignore[attr-defined]
+        self._server.ready = True
         return answer
+
+    _server: Any  # the Daemon
 
     def _send_response(self, msg_id: Any, result: Any = None,
                        error: lsp.ResponseError | None = None) -> None:
@@ -106,7 +108,7 @@ class _Pipe(asyncio.Protocol):
 class StdioTransport:
     """Reads frames from stdin and dispatches them into a pygls protocol."""
 
-    def __init__(self, protocol: Any, served: Collection[str],
+    def __init__(self, protocol: DaemonProtocol, served: Collection[str],
                  max_frame: int = framing.DEFAULT_MAX_FRAME) -> None:
         self.protocol = protocol
         self.served = served
@@ -134,6 +136,10 @@ class StdioTransport:
         except OSError as exc:
             log.warning("stdin: %s", exc)
         loop.call_soon_threadsafe(self.close, "eof")
+
+    def set_max_frame(self, size: int) -> None:
+        """Frames over ``size`` bytes are skipped from now on (``[daemon] max_frame_mib``)."""
+        self.frames.max_frame = size
 
     def close(self, reason: str) -> None:
         """Stop reading; ``done`` resolves with ``reason``."""
@@ -191,13 +197,12 @@ class StdioTransport:
             return self.error(answer_to, ErrorCode.INVALID_REQUEST,
                               "invalid message: no `method`, `result` or `error`")
         method = msg["method"]
-        if msg.get("jsonrpc") != "2.0":
-            return self.error(answer_to, ErrorCode.INVALID_REQUEST, 'invalid message: `jsonrpc` must be "2.0"')
-        if not isinstance(method, str):
-            return self.error(answer_to, ErrorCode.INVALID_REQUEST, "invalid message: `method` must be a string")
-        if has_id and answer_to is None:
-            return self.error(None, ErrorCode.INVALID_REQUEST,
-                              "invalid message: `id` must be a string or an integer")
+        problem = ('`jsonrpc` must be "2.0"' if msg.get("jsonrpc") != "2.0"
+                   else "`method` must be a string" if not isinstance(method, str)
+                   else "`id` must be a string or an integer" if has_id and answer_to is None
+                   else None)
+        if problem is not None:
+            return self.error(answer_to, ErrorCode.INVALID_REQUEST, f"invalid message: {problem}")
         self._call(msg, method, answer_to)
 
     def _call(self, msg: dict[str, Any], method: str, msg_id: int | str | None) -> None:
