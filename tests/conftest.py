@@ -41,8 +41,8 @@ class RecordingSink:
         self.answers: list[Any] = []  # ApprovalResponse, or a callable(params) -> awaitable
         self._changed = asyncio.Event()
 
-    def notify(self, method: str, params: Any) -> None:
-        self.events.append((method, msgspec.to_builtins(params)))
+    def notify(self, event: Any) -> None:
+        self.events.append((type(event).method, msgspec.to_builtins(event)))
         self._changed.set()
 
     async def request_approval(self, params: Any) -> Any:

@@ -31,7 +31,7 @@ ATOMIC_SPLIT = ("Denied: these calls change the same file and must be approved t
 class Verdict:
     """What the gate decided for one batch."""
 
-    decision: str = "auto"  # the cycle's: approve | deny | always | timeout | cancelled | auto
+    decision: p.ResolvedDecision = "auto"  # the cycle's
     cycle_id: str | None = None
     denied: dict[str, str] = field(default_factory=dict)  # call id -> the result the model reads
     notes: list[str] = field(default_factory=list)  # user feedback the model reads after results
@@ -87,7 +87,8 @@ def _request(session_id: str, turn_id: str, cycle_id: str, calls: list[PreparedC
                                    items=items, atomic=atomic)
 
 
-def _deny_all(gated: list[PreparedCall], reason: str, decision: str, cycle_id: str) -> Verdict:
+def _deny_all(gated: list[PreparedCall], reason: str, decision: p.ResolvedDecision,
+              cycle_id: str) -> Verdict:
     text = denial_text(reason)
     return Verdict(decision, cycle_id, {c.call_id: text for c in gated})
 
@@ -106,11 +107,10 @@ async def decide(sink: EventSink, policy: ApprovalPolicy, session_id: str, turn_
     cycle_id = uuid.uuid4().hex
     call_ids = [c.call_id for c in calls]
 
-    def resolved(decision: str, per_call: dict[str, p.Decision] | None = None) -> None:
-        sink.notify("approval/resolved", p.ApprovalResolved(
+    def resolved(decision: p.ResolvedDecision, per_call: dict[str, p.Decision] | None = None) -> None:
+        sink.notify(p.ApprovalResolved(
             session_id=session_id, turn_id=turn_id, cycle_id=cycle_id, call_ids=call_ids,
-            decision=decision, calls=per_call or {},  # type: ignore[arg-type]
-        ))
+            decision=decision, calls=per_call or {}))
 
     atomic = is_atomic(gated)
     ask = sink.request_approval(_request(session_id, turn_id, cycle_id, calls, atomic))

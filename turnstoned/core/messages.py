@@ -35,9 +35,9 @@ class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Metadata (never sent to the model).
     id: str = ""
     turn_id: str | None = None
-    status: str | None = None
+    status: p.ToolStatus | None = None
     is_error: bool = False
-    effect_status: str | None = None
+    effect_status: p.EffectStatus | None = None
     notice: str | None = None  # set on user messages the daemon wrote (feedback, notices)
 
     def text(self) -> str:
@@ -104,9 +104,8 @@ def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
     return p.ToolCallItem(
         id=call.id, call_id=call.id, tool=call.name, arguments=call.arguments,
         header=call.header, preview=call.preview, needs_approval=call.needs_approval,
-        status=result.status or ("failed" if result.is_error else "completed"),  # type: ignore[arg-type]
-        output=result.text(), is_error=result.is_error,
-        effect_status=result.effect_status,  # type: ignore[arg-type]
+        status=result.status or ("failed" if result.is_error else "completed"),
+        output=result.text(), is_error=result.is_error, effect_status=result.effect_status,
         file_change=call.file_change,
     )
 

@@ -13,7 +13,7 @@ from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
 from turnstoned.core.approvals import ApprovalPolicy
-from turnstoned.core.pipeline import RepeatDetector
+from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.tools.base import SessionEnv
 
@@ -69,6 +69,10 @@ class Session:
                 self.title = " ".join(first.split())[:80]
                 self.store.update_session(self.id, title=self.title)
 
+    def items(self) -> list[p.Item]:
+        """The conversation as protocol items, for an editor redrawing it."""
+        return m.to_items(self.history)
+
     def info(self) -> p.SessionInfo:
         return session_info(self.row, self.title, self.updated_at,
                              "running" if self.running else "idle")
@@ -96,11 +100,12 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
-def session_info(row: SessionRow, title: str | None, updated_at: float, status: str) -> p.SessionInfo:
+def session_info(row: SessionRow, title: str | None, updated_at: float,
+                 status: p.SessionStatus) -> p.SessionInfo:
     return p.SessionInfo(
-        session_id=row.id, title=title, cwd=row.cwd, kind=row.kind,  # type: ignore[arg-type]
-        model=row.model, created_at=iso(row.created_at), updated_at=iso(updated_at),
-        status="closed" if row.closed else status,  # type: ignore[arg-type]
+        session_id=row.id, title=title, cwd=row.cwd, kind=row.kind, model=row.model,
+        created_at=iso(row.created_at), updated_at=iso(updated_at),
+        status="closed" if row.closed else status,
     )
 
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
+from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
 @dataclass(frozen=True, slots=True)
 class SessionRow:
     id: str
-    kind: str
+    kind: SessionKind
     cwd: str
     workspace: str | None
     model: str | None
@@ -82,54 +82,15 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> SessionRow:
     )
 
 
-class Store:
-    """Thread-safe access to one SQLite file."""
+class Store(Database):
+    """The daemon's tables: sessions, messages (indexed for recall), memories."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        super().__init__(path)
         self._db.executescript(_SCHEMA)
         _memory.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, args in statements:
-                    self._db.execute(sql, args)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """The connection inside one write transaction (committed unless the block raises)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one read-only statement."""
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
 
     def create_session(self, row: SessionRow) -> None:
         self._write([(

@@ -15,7 +15,6 @@ import msgspec
 
 from turnstoned.tools._files import (
     FileProblem,
-    as_int,
     collect,
     decode_lenient,
     read_bytes,
@@ -23,6 +22,7 @@ from turnstoned.tools._files import (
     split_keepends,
     unified_diff,
 )
+from turnstoned.tools._lenient import as_int
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 DEFAULT_CONTEXT = 3

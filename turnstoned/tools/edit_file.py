@@ -28,8 +28,6 @@ from turnstoned.tools._edit import (
 from turnstoned.tools._files import (
     FileProblem,
     TextDoc,
-    as_bool,
-    as_int,
     atomic_write,
     capped_preview,
     decode_lenient,
@@ -37,6 +35,7 @@ from turnstoned.tools._files import (
     real_key,
     symlink_note,
 )
+from turnstoned.tools._lenient import as_bool, as_int
 from turnstoned.tools._proposal import exact_text, propose
 from turnstoned.tools.base import FileProposal, PreparedCall, ToolContext, ToolOutput, prepare_error
 

@@ -48,5 +48,5 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
 
 
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-    result = await ctx.env.services.mcp.read_resource(call.data)
+    result = await ctx.env.services.need_mcp().read_resource(call.data)
     return ToolOutput(result.content, is_error=result.is_error, effect_status=result.effect_status)
