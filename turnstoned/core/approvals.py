@@ -168,8 +168,8 @@ def settle(answer: p.ApprovalResponse, gated: list[PreparedCall], atomic: bool,
         if decision == "always" and c.grantable:
             policy.grants.add(c.label)
         if own and feedback:
-            verdict.notes.append(f"Feedback from the user on the {c.tool} call {c.call_id}: "
-                                 f"{feedback}")
+            verdict.notes.append(f"Feedback from the user on the {c.tool} call "
+                                 f"{c.model_id or c.call_id}: {feedback}")
     if cycle_feedback and not cycle_feedback_used:
         verdict.notes.insert(0, f"Feedback from the user on the approved tool calls: "
                                 f"{cycle_feedback}")

@@ -81,7 +81,8 @@ class PreparedCall:
     policy: BatchPolicy | None = None
     file_change: FileProposal | None = None
     # Filled in by the pipeline:
-    call_id: str = ""
+    call_id: str = ""  # daemon-unique: items, approvals, results and the store use it
+    model_id: str = ""  # the id the model gave the call (unique within its reply)
     tool: str = ""
     arguments: str = "{}"  # repaired JSON text, safe to send back to the model
 

@@ -1,0 +1,82 @@
+"""kill -9 of a real daemon process, then resume in a new one: nothing accepted is lost,
+and the history it resumes is one a strict model server accepts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.rawrpc import RawDaemon
+from tests.fakes.model_server import ScriptedModel, text, tool_calls
+
+
+@pytest.fixture
+def env(model: ScriptedModel, isolated_home: Path) -> dict[str, str]:
+    return {"TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
+            "OPENAI_API_KEY": "sk-test", "TURNSTONED_MODEL": "scripted"}
+
+
+@contextlib.contextmanager
+def daemon(env: dict[str, str]) -> Iterator[RawDaemon]:
+    d = RawDaemon(env)
+    try:
+        d.initialize()
+        yield d
+    finally:
+        d.close()
+
+
+def kill_9(d: RawDaemon) -> None:
+    os.kill(d.proc.pid, signal.SIGKILL)
+    d.proc.wait(5)
+
+
+def start_turn(d: RawDaemon, sid: str, prompt: str) -> dict[str, Any]:
+    return d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": prompt}]})
+
+
+def _kill_recorded(pidfile: Path) -> None:
+    """The command the killed daemon left running (its own cleanup is not tested here)."""
+    with contextlib.suppress(ValueError, OSError):
+        os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_kill_9_during_a_reused_call_id_leaves_no_call_without_a_result(
+        env: dict[str, str], model: ScriptedModel, tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("file contents\n")
+    pidfile = tmp_path / "pid"
+    model.push(tool_calls([("call_0", "read_file", '{"path": "f.txt"}')]),
+               tool_calls([("call_0", "bash", json.dumps(
+                   {"command": f"echo $$ > {pidfile}; echo started; sleep 30"}))]))
+    first = RawDaemon(env)
+    try:
+        first.initialize()
+        sid = first.result("session/start", {"cwd": str(tmp_path),
+                                             "skipPermissions": True})["sessionId"]
+        start_turn(first, sid, "read, then run")
+        first.wait_for("item/toolCall/outputDelta", lambda e: "started" in e["chunk"])
+        kill_9(first)
+    finally:
+        _kill_recorded(pidfile)
+        first.close()
+
+    model.push(text("Picked up after the crash."))
+    with daemon(env) as second:
+        items = second.result("session/resume", {"sessionId": sid})["items"]
+        calls = [i for i in items if i["type"] == "toolCall"]
+        assert [(c["tool"], c["status"]) for c in calls] == [("read_file", "completed"),
+                                                             ("bash", "cancelled")]
+        assert "file contents" in calls[0]["output"] and calls[1]["effectStatus"] == "unknown"
+        tid = start_turn(second, sid, "what happened?")["turnId"]
+        done = second.wait_for("turn/completed", lambda e: e["turnId"] == tid)
+        assert done["status"] == "completed", done
+        assert model.rejected == []
+        sent = model.requests[-1]["messages"]
+        assert [x["tool_call_id"] for x in sent if x["role"] == "tool"] == ["call_0", "call_0"]
