@@ -128,6 +128,8 @@ class FileChange(Wire, kw_only=True):
 class UserMessageItem(Wire, kw_only=True, tag="userMessage", tag_field="type"):
     id: str
     text: str
+    # Accepted while a turn ran and not read by the model yet: it leads the next turn's message.
+    queued: bool = False
 
 
 class AgentMessageItem(Wire, kw_only=True, tag="agentMessage", tag_field="type"):

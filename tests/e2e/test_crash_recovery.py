@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.rawrpc import RawDaemon
-from tests.fakes.model_server import ScriptedModel, text, tool_calls
+from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
 
 
 @pytest.fixture
@@ -80,3 +80,52 @@ def test_kill_9_during_a_reused_call_id_leaves_no_call_without_a_result(
         assert model.rejected == []
         sent = model.requests[-1]["messages"]
         assert [x["tool_call_id"] for x in sent if x["role"] == "tool"] == ["call_0", "call_0"]
+
+
+def test_kill_9_before_the_seam_keeps_queued_input(env: dict[str, str], model: ScriptedModel,
+                                                   tmp_path: Path) -> None:
+    model.push(hang(30, after_text="Thinking it over"))
+    first = RawDaemon(env)
+    try:
+        first.initialize()
+        sid = first.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+        tid = start_turn(first, sid, "first question")["turnId"]
+        first.wait_for("item/agentMessage/delta")
+        queued = start_turn(first, sid, "and a follow-up")
+        assert queued == {"turnId": tid, "queued": True}
+        kill_9(first)
+    finally:
+        first.close()
+
+    model.push(text("Both answered."))
+    with daemon(env) as second:
+        items = second.result("session/resume", {"sessionId": sid})["items"]
+        waiting = [i for i in items if i["type"] == "userMessage" and i.get("queued")]
+        assert [i["text"] for i in waiting] == ["and a follow-up"]
+        tid = start_turn(second, sid, "go on")["turnId"]
+        assert second.wait_for("turn/completed", lambda e: e["turnId"] == tid)["status"] == "completed"
+        asked = model.requests[-1]["messages"][-1]
+        assert asked == {"role": "user", "content": "and a follow-up\n\ngo on"}
+        after = second.result("session/resume", {"sessionId": sid})["items"]
+        assert not [i for i in after if i.get("queued")]
+        assert [i["text"] for i in after if i["type"] == "userMessage"][-1] == (
+            "and a follow-up\n\ngo on")
+    # folded once: a third daemon does not offer it again
+    with daemon(env) as third:
+        items = third.result("session/resume", {"sessionId": sid})["items"]
+        assert not [i for i in items if i.get("queued")]
+
+
+def test_queued_input_folded_at_the_seam_is_not_offered_again(
+        env: dict[str, str], model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(text("slow answer", delay=0.2), text("second answer"))
+    with daemon(env) as d:
+        sid = d.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+        tid = start_turn(d, sid, "one")["turnId"]
+        d.wait_for("item/agentMessage/delta")
+        assert start_turn(d, sid, "two")["queued"] is True
+        d.wait_for("turn/completed", lambda e: e["turnId"] == tid)  # "two" folded into it
+    with daemon(env) as again:
+        items = again.result("session/resume", {"sessionId": sid})["items"]
+        assert [i["text"] for i in items if i["type"] == "userMessage"] == ["one", "two"]
+        assert not [i for i in items if i.get("queued")]

@@ -150,6 +150,7 @@ class Engine:
             fresh = [x for x in repaired if x not in history]
             self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
         session.history = repaired
+        session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
         return session
 
     def list_sessions(self) -> list[p.SessionInfo]:
@@ -174,16 +175,16 @@ class Engine:
         if not text.strip():
             raise EngineError(ErrorCode.INVALID_PARAMS, "input: at least one non-empty text item")
         if session.turn is not None:
-            session.queued.append(m.Message(role="user", content=text, id=m.new_id("user")))
+            session.queue_input(text)
             return session.turn.id, True
         turn = TurnState(id=m.new_id("turn"), generation=session.generation)
-        # Input queued for a turn that ended first, and notices that arrived while
-        # idle, lead this turn's message (one user message: strict chat templates
-        # refuse two in a row).
-        earlier = [q.text() for q in session.queued]
-        session.queued.clear()
-        session.commit([m.Message(role="user", content="\n\n".join([*earlier, text]),
-                                  id=m.new_id("user"), turn_id=turn.id)])
+        # Input queued for a turn that ended first (or that a crash ended), and notices
+        # that arrived while idle, lead this turn's message (one user message: strict
+        # chat templates refuse two in a row).
+        earlier = session.take_queued()
+        content = "\n\n".join([*(q.text() for q in earlier), text])
+        session.commit([m.Message(role="user", content=content, id=m.new_id("user"),
+                                  turn_id=turn.id)], folded=earlier)
         session.turn = turn
         runner = TurnRunner(session, turn, self.config, self.sink)
         turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")

@@ -392,6 +392,7 @@ export interface UserMessageItem {
   type: "userMessage";
   id: string;
   text: string;
+  queued?: boolean;
 }
 
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";

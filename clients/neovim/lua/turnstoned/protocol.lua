@@ -299,6 +299,7 @@
 ---@field type 'userMessage'
 ---@field id string
 ---@field text string
+---@field queued? boolean
 
 ---@alias turnstoned.TurnErrorKind 'badRequest'|'contextWindowExceeded'|'internal'|'interrupted'|'notConfigured'|'rateLimited'|'turnLimit'|'unauthorized'|'upstreamUnavailable'
 ---@alias turnstoned.SessionKind 'coordinator'|'interactive'
