@@ -156,8 +156,8 @@ class Store(Database):
 
     def queue_input(self, session_id: str, input_id: str, body: str) -> None:
         """Keep input a running turn will read at its next seam (until a commit folds it)."""
-        self._write([("INSERT INTO queued_inputs (session_id, id, body, created_at) "
-                      "VALUES (?,?,?,?)", (session_id, input_id, body, time.time()))])
+        sql = "INSERT INTO queued_inputs (session_id, id, body, created_at) VALUES (?,?,?,?)"
+        self._write([(sql, (session_id, input_id, body, time.time()))])
 
     def load_queued(self, session_id: str) -> list[str]:
         """The JSON bodies of a session's queued inputs, oldest first."""
