@@ -6,7 +6,8 @@ kept in ``queued_inputs`` from the moment it is accepted until the commit that
 folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``) live in the same file.
+Memories (``memory``) and decisions about project MCP configs (``trust``)
+live in the same file.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
+from turnstoned.store import trust as _trust
 from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -99,6 +101,7 @@ class Store(Database):
         super().__init__(path)
         self._db.executescript(_SCHEMA)
         _memory.install(self._db)
+        _trust.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
 
