@@ -11,16 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from tests.e2e.rawrpc import RawDaemon
 from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
-
-
-@pytest.fixture
-def env(model: ScriptedModel, isolated_home: Path) -> dict[str, str]:
-    return {"TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
-            "OPENAI_API_KEY": "sk-test", "TURNSTONED_MODEL": "scripted"}
 
 
 @contextlib.contextmanager

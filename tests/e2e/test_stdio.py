@@ -19,12 +19,6 @@ from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
 
 
 @pytest.fixture
-def env(model: ScriptedModel, isolated_home: Path) -> dict[str, str]:
-    return {"TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
-            "OPENAI_API_KEY": "sk-test", "TURNSTONED_MODEL": "scripted"}
-
-
-@pytest.fixture
 def daemon(env: dict[str, str]) -> Iterator[RawDaemon]:
     d = RawDaemon(env)
     yield d
