@@ -65,21 +65,13 @@ def is_atomic(gated: list[PreparedCall]) -> bool:
     return len(paths) != len(set(paths))
 
 
-def file_change_info(c: PreparedCall) -> p.FileChange | None:
-    fc = c.file_change
-    if fc is None:
-        return None
-    return p.FileChange(path=fc.path, kind=fc.kind, unified_diff=fc.unified_diff,
-                        truncated=fc.truncated)
-
-
 def _request(session_id: str, turn_id: str, cycle_id: str, calls: list[PreparedCall],
              atomic: bool) -> p.ApprovalRequestParams:
     items = [
         p.ApprovalRequestItem(
             call_id=c.call_id, tool=c.tool, header=c.header, preview=c.preview,
             needs_approval=c.needs_approval and not c.error, approval_label=c.label, error=c.error,
-            file_change=file_change_info(c),
+            file_change=c.file_change_info(),
         )
         for c in calls
     ]

@@ -144,7 +144,7 @@ def call_item(c: PreparedCall, status: p.ToolStatus, out: ToolOutput | None = No
         preview=c.preview, needs_approval=c.needs_approval and not c.error, status=status,
         output=out.text() if out else None, is_error=out.is_error if out else False,
         effect_status=out.effect_status if out else None,
-        file_change=approvals.file_change_info(c),
+        file_change=c.file_change_info(),
     )
 
 
@@ -185,7 +185,7 @@ class Batch:
         return [m.ToolCall(id=c.call_id, model_id=c.model_id, name=c.tool, arguments=c.arguments,
                            header=c.header, preview=c.preview,
                            needs_approval=c.needs_approval and not c.error,
-                           file_change=approvals.file_change_info(c))
+                           file_change=c.file_change_info())
                 for c in self.calls]
 
     async def run(self, budget: Budget) -> Folded:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from turnstoned.protocol import EffectStatus, FileChangeKind
+from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind
 
 if TYPE_CHECKING:
     from turnstoned.mcp.manager import MCPManager
@@ -89,6 +89,14 @@ class PreparedCall:
     @property
     def label(self) -> str:
         return self.approval_label or self.tool
+
+    def file_change_info(self) -> FileChange | None:
+        """The proposed file change as items and approvals show it (no full texts)."""
+        fc = self.file_change
+        if fc is None:
+            return None
+        return FileChange(path=fc.path, kind=fc.kind, unified_diff=fc.unified_diff,
+                          truncated=fc.truncated)
 
 
 def prepare_error(message: str, header: str = "") -> PreparedCall:
