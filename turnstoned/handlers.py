@@ -116,6 +116,13 @@ async def mcp_server_trust(get_engine: GetEngine,
     return await get_engine().mcp_trust(params)
 
 
+@handles("preview/read")
+async def preview_read(get_engine: GetEngine, params: p.PreviewReadParams) -> p.PreviewReadResult:
+    from turnstoned.core import weblink
+
+    return await weblink.read_preview(get_engine(), params)
+
+
 # ---------------------------------------------------------------- memories and skills
 
 

@@ -27,7 +27,9 @@ from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind
 
 if TYPE_CHECKING:
     from turnstoned.mcp.manager import MCPManager
+    from turnstoned.net.services import WebServices
     from turnstoned.store import Store
+    from turnstoned.store.previews import PreviewRecord, PreviewStore
 
 __all__ = ["EffectStatus"]
 
@@ -148,6 +150,13 @@ class Services:
     # Extra system-message sections (MCP catalogs, the active skill, ...): each
     # callable returns text for a session, or "" to add nothing.
     prompt_sections: list[Callable[[SessionEnv], str]] = field(default_factory=list)
+    web: WebServices | None = None  # the guarded fetcher, search endpoints, reranker
+    previews: PreviewStore | None = None
+    # A side call to a session's model without tools: (session_id, messages) -> the reply
+    # text; raises turnstoned.llm.ModelError.
+    ask_model: Callable[[str, list[dict[str, Any]]], Awaitable[str]] | None = None
+    # Tell the editor that a preview is ready: (session_id, call_id, record).
+    preview_opened: Callable[[str, str, PreviewRecord], None] = lambda sid, call, record: None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""
