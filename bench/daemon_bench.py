@@ -150,12 +150,13 @@ def bench_bash_stream(runs: int, env: dict[str, str], workdir: str, n: int = 1_0
             while True:
                 f = c.frame()
                 method, params = f.get("method"), f.get("params") or {}
-                if method == "item/started" and params["itemId"] == f"b{i}":
+                # call ids on the wire are the daemon's own, not the model's "b{i}"
+                if method == "item/started" and params["item"]["type"] == "toolCall":
                     t0 = time.perf_counter()
                 elif method == "item/toolCall/outputDelta":
                     lines += params["chunk"].count("\n")
                     chunks += 1
-                elif method == "item/completed" and params["itemId"] == f"b{i}":
+                elif method == "item/completed" and params["item"]["type"] == "toolCall":
                     elapsed = time.perf_counter() - t0
                 elif method == "turn/completed":
                     break
@@ -286,7 +287,8 @@ def bench_seam(runs: int, env: dict[str, str], workdir: str) -> None:
             model.push(tool_calls([(f"r{i}", "read_file", '{"path": "small.txt"}')]), follow_up)
             t0 = time.perf_counter()
             tid = d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "x"}]})["turnId"]
-            started = d.wait_for("item/started", lambda p, i=i: p["itemId"] == f"r{i}")
+            started = d.wait_for("item/started", lambda p, sid=sid: p["sessionId"] == sid
+                                 and p["item"]["type"] == "toolCall")
             seen = time.monotonic()
             d.wait_for("turn/completed", lambda p, tid=tid: p["turnId"] == tid)
             total = time.perf_counter() - t0

@@ -166,32 +166,33 @@ class PyglsSink:
     def __init__(self, protocol: Any) -> None:
         self.protocol = protocol
 
-    def notify(self, method: str, params: p.Wire) -> None:
+    def notify(self, event: p.Event) -> None:
         """Encode with msgspec and write the frame directly: notifications are the hot path
         (streamed text and command output), and pygls' json.dumps costs twice as much."""
         writer = self.protocol.writer
         if writer is None:
             return
+        method = type(event).method
         try:
-            write_frame(writer, _Notification(method=method, params=params))
+            write_frame(writer, _Notification(method=method, params=event))
         except (OSError, ValueError) as exc:  # the client went away; the turn goes on
             log.debug("notification %s not sent: %s", method, exc)
 
-    async def _ask(self, method: str, params: p.Wire, prefix: str) -> Any:
+    async def _ask(self, params: p.Event, prefix: str) -> Any:
         """Send a daemon->client request and wait for the answer. Cancelling the wait
         withdraws the question with ``$/cancelRequest``; a late answer is then ignored."""
         msg_id = f"{prefix}-{uuid.uuid4().hex}"
-        future = self.protocol.send_request(method, encode(params), msg_id=msg_id)
+        future = self.protocol.send_request(type(params).method, encode(params), msg_id=msg_id)
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             self.protocol._request_futures.pop(msg_id, None)
             self.protocol._result_types.pop(msg_id, None)
-            self.notify("$/cancelRequest", p.CancelParams(id=msg_id))
+            self.notify(p.CancelParams(id=msg_id))
             raise
 
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
-        raw = await self._ask("item/tool/requestApproval", params, "approval")
+        raw = await self._ask(params, "approval")
         try:
             return msgspec.convert(raw, p.ApprovalResponse)
         except msgspec.ValidationError as exc:
@@ -202,7 +203,7 @@ class PyglsSink:
         self, params: p.McpTrustRequestParams
     ) -> p.McpTrustResponse | None:
         try:
-            raw = await self._ask("mcpServer/requestTrust", params, "mcp-trust")
+            raw = await self._ask(params, "mcp-trust")
         except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
             log.info("mcpServer/requestTrust answered with an error: %s", exc)
             return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
 import os
 import signal
@@ -17,16 +18,19 @@ from pygls.lsp.server import LanguageServer
 
 from turnstoned import __version__, rpc
 from turnstoned import protocol as p
-from turnstoned.handlers import Handler, build
+from turnstoned.handlers import HANDLERS
 from turnstoned.transport import DaemonProtocol, StdioTransport, served_methods
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
 
     from turnstoned.config import Config
     from turnstoned.core.engine import Engine
 
 log = logging.getLogger(__name__)
+
+# Requests that wait for a model discovery under way (a first run: see EngineHolder).
+AFTER_DISCOVERY = frozenset({"turn/start", "daemon/health"})
 
 
 class Daemon(LanguageServer):
@@ -104,7 +108,8 @@ class EngineHolder:
         if self._discovery is not None:
             await asyncio.shield(self._discovery)
 
-    def after_discovery(self, fn: Handler) -> Handler:
+    def after_discovery(self, fn: Callable[[Any], Awaitable[Any]]
+                        ) -> Callable[[Any], Awaitable[Any]]:
         async def wrapped(params: Any) -> Any:
             await self.settled()
             return await fn(params)
@@ -114,7 +119,9 @@ class EngineHolder:
     def get(self) -> Engine:
         self.load()
         if self.engine is None:
-            raise rpc.RpcError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
+            from turnstoned.core.errors import EngineError
+
+            raise EngineError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
         return self.engine
 
 
@@ -122,29 +129,19 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
     server = Daemon("turnstoned", __version__, protocol_cls=DaemonProtocol,
                     converter_factory=rpc.converter)
     holder = EngineHolder(rpc.PyglsSink(server.protocol), overrides or {})
-    handlers = build(holder.get)
-
-    async def health(_: Any) -> p.DaemonHealthResult:
-        await holder.settled()
-        if holder.engine is None:
-            return p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
-                                        sessions=0, config_error=holder.error, mcp=p.McpHealth())
-        return holder.engine.health()
-
-    handlers["daemon/health"] = health
-    handlers["turn/start"] = holder.after_discovery(handlers["turn/start"])
-    for method in p.METHODS:
-        if method.direction == "client->daemon" and not method.lsp:
-            fn = rpc.typed_handler(method, handlers[method.name], lambda: server.ready)
-            server.feature(method.name)(fn)
+    for name, handler in HANDLERS.items():
+        bound: Callable[[Any], Awaitable[Any]] = functools.partial(handler, holder.get)
+        if name in AFTER_DISCOVERY:
+            bound = holder.after_discovery(bound)
+        fn = rpc.typed_handler(p.METHODS_BY_NAME[name], bound, lambda: server.ready)
+        server.feature(name)(fn)
 
     @server.feature(lsp.INITIALIZED)
     def _initialized(_: Any) -> None:
         holder.load()
         threading.Thread(target=_prewarm, name="prewarm", daemon=True).start()
         if holder.error:
-            server.window_show_message(lsp.ShowMessageParams(
-                type=lsp.MessageType.Error, message=f"turnstoned: {holder.error}"))
+            holder.sink.notify(p.ShowMessageParams(type=1, message=f"turnstoned: {holder.error}"))
 
     @server.feature(lsp.SHUTDOWN)
     async def _shutdown(_: Any) -> None:

@@ -52,7 +52,7 @@ def test_a_running_turn_gets_its_receipts_on_a_signal(env: dict[str, str], model
     d = RawDaemon(env)
     sid = start(d, tmp_path)
     tid = turn_start(d, sid)
-    d.wait_for("item/started", lambda p: p["itemId"] == "s1")
+    d.wait_for("item/started", lambda p: p["item"]["type"] == "toolCall")
     deadline = time.monotonic() + 10
     while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -93,3 +93,34 @@ def test_the_docs_keep_method_tables_only_in_the_generated_section() -> None:
     rows = [line for line in outside.splitlines() if line.startswith("| `")]
     named = [line for line in rows if line.split("`")[1] in p.METHODS_BY_NAME]
     assert named == [], "method tables outside the generated section can drift"
+
+
+def test_every_event_type_knows_its_one_method() -> None:
+    outgoing = [m for m in p.METHODS if m.direction == "daemon->client"]
+    assert all(m.params is not None and m.params.method == m.name for m in outgoing)  # type: ignore[attr-defined]
+    assert len({m.params for m in outgoing}) == len(outgoing)
+    assert p.ItemDelta.method == "" and p.Event.method == ""
+
+
+def test_handlers_are_registered_against_the_table_and_checked() -> None:
+    import pytest
+
+    from turnstoned import handlers
+
+    assert set(handlers.HANDLERS) == {m.name for m in p.METHODS
+                                      if m.direction == "client->daemon" and not m.lsp}
+    with pytest.raises(TypeError):
+        handlers.handles("turn/started")  # a notification has no handler
+    with pytest.raises(TypeError):
+        handlers.handles("daemon/health")(handlers.daemon_health)  # one handler per request
+
+    async def mistyped(get_engine: handlers.GetEngine, params: p.SessionRef) -> p.Empty:
+        return p.Empty()
+
+    real = handlers.HANDLERS["turn/interrupt"]
+    handlers.HANDLERS["turn/interrupt"] = mistyped
+    try:
+        with pytest.raises(TypeError, match="turn/interrupt"):
+            handlers._check()
+    finally:
+        handlers.HANDLERS["turn/interrupt"] = real
