@@ -1,0 +1,109 @@
+/** The typed turnstoned client: requests, one stream of daemon events, the approval hook. */
+import type { CancelToken, Connection, Disposable, NotificationName } from "./connection";
+import { TypedConnection } from "./connection";
+import { Emitter } from "./events";
+import type {
+  ApprovalRequestParams,
+  ApprovalResponse,
+  DaemonHealthResult,
+  DaemonNotifications,
+  McpServerInfo,
+  McpServerRefreshResult,
+  SessionInfo,
+  SessionResumeResult,
+  SessionStartParams,
+  ToolInfo,
+  TurnStartResult,
+} from "./protocol";
+import { Method } from "./protocol";
+
+/** One notification from the daemon, discriminated by its method. */
+export type DaemonEvent = { [M in NotificationName]: { method: M; params: DaemonNotifications[M] } }[NotificationName];
+
+/** The notifications the client forwards; a daemon may send others, which are ignored. */
+export const FORWARDED: readonly NotificationName[] = [
+  Method.turnStarted,
+  Method.itemStarted,
+  Method.itemAgentMessageDelta,
+  Method.itemReasoningDelta,
+  Method.itemToolCallOutputDelta,
+  Method.itemCompleted,
+  Method.approvalResolved,
+  Method.turnCompleted,
+  Method.sessionNotice,
+  Method.mcpServerStatusChanged,
+];
+
+export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
+
+export class TurnstonedClient {
+  private readonly conn: TypedConnection;
+  private readonly events = new Emitter<DaemonEvent>();
+  private readonly subscriptions: Disposable[] = [];
+  private approvalHandler: ApprovalHandler = async () => ({ decision: "deny", feedback: "No one is there to approve." });
+
+  /** Every forwarded notification, in arrival order. */
+  readonly onEvent = this.events.event;
+
+  constructor(connection: Connection) {
+    this.conn = new TypedConnection(connection);
+    for (const method of FORWARDED) {
+      this.subscriptions.push(
+        this.conn.on(method, (params) => this.events.fire({ method, params } as DaemonEvent)),
+      );
+    }
+    this.subscriptions.push(
+      this.conn.serve(Method.itemToolRequestApproval, (params, token) => this.approvalHandler(params, token)),
+    );
+  }
+
+  /** Who answers `item/tool/requestApproval` (the default denies). */
+  setApprovalHandler(handler: ApprovalHandler): void {
+    this.approvalHandler = handler;
+  }
+
+  health(): Promise<DaemonHealthResult> {
+    return this.conn.request(Method.daemonHealth, null);
+  }
+
+  async listSessions(): Promise<SessionInfo[]> {
+    return (await this.conn.request(Method.sessionList, null)).sessions;
+  }
+
+  async startSession(params: SessionStartParams): Promise<string> {
+    return (await this.conn.request(Method.sessionStart, params)).sessionId;
+  }
+
+  resumeSession(sessionId: string): Promise<SessionResumeResult> {
+    return this.conn.request(Method.sessionResume, { sessionId });
+  }
+
+  async closeSession(sessionId: string): Promise<void> {
+    await this.conn.request(Method.sessionClose, { sessionId });
+  }
+
+  startTurn(sessionId: string, text: string): Promise<TurnStartResult> {
+    return this.conn.request(Method.turnStart, { sessionId, input: [{ type: "text", text }] });
+  }
+
+  async interrupt(sessionId: string, turnId?: string): Promise<void> {
+    await this.conn.request(Method.turnInterrupt, { sessionId, turnId: turnId ?? null });
+  }
+
+  async mcpServers(): Promise<McpServerInfo[]> {
+    return (await this.conn.request(Method.mcpServerList, null)).servers;
+  }
+
+  mcpRefresh(name?: string): Promise<McpServerRefreshResult> {
+    return this.conn.request(Method.mcpServerRefresh, { name: name ?? null });
+  }
+
+  async tools(sessionId?: string): Promise<ToolInfo[]> {
+    return (await this.conn.request(Method.toolList, { sessionId: sessionId ?? null })).tools;
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) s.dispose();
+    this.events.clear();
+  }
+}
