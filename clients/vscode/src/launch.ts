@@ -65,7 +65,7 @@ export class StderrTail {
 
   text(maxLines = 12): string {
     const all = this.partial ? [...this.lines, this.partial] : this.lines;
-    return all.slice(-maxLines).join("\n").trim();
+    return all.slice(-Math.min(maxLines, this.keep)).join("\n").trim();
   }
 
   clear(): void {

@@ -49,7 +49,7 @@ export function chatHtml(src: PageSources): string {
 <main id="transcript" aria-live="polite"></main>
 <footer id="composer">
   <div id="attachments"></div>
-  <textarea id="input" rows="3" placeholder="Ask turnstoned… (Enter to send, Shift+Enter for a new line)"></textarea>
+  <textarea id="input" rows="3" placeholder="Ask turnstoned… (Enter sends, Shift+Enter adds a line)"></textarea>
   <div id="composer-bar">
     <span id="usage"></span>
     <span id="turn-state"></span>

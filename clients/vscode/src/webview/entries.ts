@@ -98,7 +98,8 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   setText(head.querySelector(".status")!, entry.decision && !entry.approval ? `${statusWord(entry)} · ${entry.decision}` : statusWord(entry));
   const preview = part(node, "preview", () => h("pre", { class: "preview" }));
   setText(preview, entry.preview);
-  toggle(preview, entry.preview !== "" && entry.preview !== entry.header);
+  // A one-line preview the header already shows (a bash command) is not repeated.
+  toggle(preview, entry.preview !== "" && !(entry.header.includes(entry.preview) && !entry.preview.includes("\n")));
   const output = part(node, "output", () => h("details", { class: "output" }, h("summary", {}, "Output"), h("pre", {})));
   const text = entry.output.length > OUTPUT_TAIL ? `…\n${entry.output.slice(-OUTPUT_TAIL)}` : entry.output;
   setText(output.querySelector("pre")!, text);
