@@ -97,7 +97,8 @@ def _ts_interface(name: str, node: Schema) -> list[str]:
 
 def render_typescript(schema: Schema, aliases: dict[str, Schema]) -> str:
     out = [f"// {BANNER}", "/* eslint-disable */", "",
-           f"export const PROTOCOL_VERSION = {schema['protocolVersion']};", ""]
+           f"export const PROTOCOL_VERSION = {schema['protocolVersion']};",
+           f"export const PROTOCOL_REVISION = {_literal(schema['protocolRevision'])};", ""]
     for name in sorted(schema["$defs"]):
         out += _ts_interface(name, schema["$defs"][name])
         out.append("")
@@ -181,7 +182,8 @@ def render_lua(schema: Schema, aliases: dict[str, Schema]) -> str:
         out.append("")
     for name, node in aliases.items():
         out.append(f"---@alias turnstoned.{name} {_lua_type(node)}")
-    out += ["", "local M = {}", "", f"M.PROTOCOL_VERSION = {schema['protocolVersion']}", "",
+    out += ["", "local M = {}", "", f"M.PROTOCOL_VERSION = {schema['protocolVersion']}",
+            f"M.PROTOCOL_REVISION = {_literal(schema['protocolRevision'])}", "",
             "--- Every method name of the protocol.", "M.methods = {"]
     out += [f"  {snake_name(m)} = {_literal(m)}," for m in schema["methods"]]
     out += ["}", "", "--- Which side sends each method, and whether it is a request.", "M.directions = {"]

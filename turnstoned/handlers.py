@@ -57,6 +57,9 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     async def health(_: None) -> p.DaemonHealthResult:
         return get_engine().health()
 
+    async def file_change_read(params: p.FileChangeReadParams) -> p.FileChangeReadResult:
+        return await get_engine().read_file_change(params.session_id, params.call_id)
+
     return {
         "session/start": session_start,
         "session/list": session_list,
@@ -68,6 +71,7 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         "mcpServer/list": mcp_list,
         "mcpServer/refresh": mcp_refresh,
         "daemon/health": health,
+        "fileChange/read": file_change_read,
         **_knowledge_handlers(get_engine),
     }
 

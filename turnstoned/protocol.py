@@ -15,6 +15,10 @@ from typing import Any, Literal
 import msgspec
 
 PROTOCOL_VERSION = 1
+# Additions within version 1 (new fields with defaults, new methods); clients may
+# compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
+# decisions and session/usage.
+PROTOCOL_REVISION = "1.1"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -38,6 +42,7 @@ class ErrorCode(enum.IntEnum):
     TURN_NOT_FOUND = -32012
     MCP_SERVER_NOT_FOUND = -32013
     CONFIG_ERROR = -32014
+    FILE_CHANGE_NOT_PENDING = -32020
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -52,6 +57,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.TURN_NOT_FOUND: "turnNotFound",
     ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
     ErrorCode.CONFIG_ERROR: "configError",
+    ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
 }
 
 TurnErrorKind = Literal[
@@ -72,6 +78,7 @@ SessionKind = Literal["interactive", "coordinator"]
 ToolStatus = Literal["pending", "running", "completed", "failed", "declined", "cancelled"]
 EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
 Decision = Literal["approve", "deny", "always"]
+FileChangeKind = Literal["create", "modify", "delete"]
 
 
 class TextInput(Wire, kw_only=True, tag="text", tag_field="type"):
@@ -90,6 +97,19 @@ class Usage(Wire, kw_only=True):
 class TurnError(Wire, kw_only=True):
     kind: TurnErrorKind
     message: str
+
+
+class FileChange(Wire, kw_only=True):
+    """The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view.
+
+    ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a
+    binary or very large file), and ``fileChange/read`` has the whole content.
+    """
+
+    path: str
+    kind: FileChangeKind
+    unified_diff: str
+    truncated: bool = False
 
 
 # ---------------------------------------------------------------- items
@@ -122,6 +142,7 @@ class ToolCallItem(Wire, kw_only=True, tag="toolCall", tag_field="type"):
     output: str | None = None
     is_error: bool
     effect_status: EffectStatus | None = None
+    file_change: FileChange | None = None
 
 
 class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
@@ -251,6 +272,7 @@ class McpHealth(Wire, kw_only=True):
 class DaemonHealthResult(Wire, kw_only=True):
     version: str
     protocol_version: int
+    protocol_revision: str = PROTOCOL_REVISION
     sessions: int
     running_turns: int = 0
     model: str | None = None
@@ -314,6 +336,19 @@ class SkillListResult(Wire, kw_only=True):
     skills: list[SkillInfo]
 
 
+class FileChangeReadParams(Wire, kw_only=True):
+    session_id: str
+    call_id: str
+
+
+class FileChangeReadResult(Wire, kw_only=True):
+    """The whole file before and after the proposed change (``oldText`` is "" for a new file)."""
+
+    path: str
+    old_text: str
+    new_text: str
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -357,6 +392,8 @@ class ApprovalResolved(Wire, kw_only=True):
     cycle_id: str
     call_ids: list[str]
     decision: Literal["approve", "deny", "always", "cancelled", "timeout", "auto"]
+    # When the answer decided calls one by one: what each asked-about call got.
+    calls: dict[str, Decision] = {}
 
 
 class TurnCompleted(Wire, kw_only=True):
@@ -365,6 +402,16 @@ class TurnCompleted(Wire, kw_only=True):
     status: Literal["completed", "interrupted", "failed"]
     error: TurnError | None = None
     usage: Usage | None = None
+
+
+class SessionUsage(Wire, kw_only=True):
+    """How full the session's context is after a model call (prompt plus reply, in tokens)."""
+
+    session_id: str
+    context_tokens: int
+    context_window: int
+    # True when the server reported no usage and ``contextTokens`` is estimated from text.
+    estimated: bool = False
 
 
 class SessionNotice(Wire, kw_only=True):
@@ -387,6 +434,7 @@ class ApprovalRequestItem(Wire, kw_only=True):
     needs_approval: bool
     approval_label: str
     error: str | None = None
+    file_change: FileChange | None = None
 
 
 class ApprovalRequestParams(Wire, kw_only=True):
@@ -394,11 +442,21 @@ class ApprovalRequestParams(Wire, kw_only=True):
     turn_id: str
     cycle_id: str
     items: list[ApprovalRequestItem]
+    # The calls cannot be decided one by one (they change the same file): answer the cycle.
+    atomic: bool = False
+
+
+class CallDecision(Wire, kw_only=True):
+    decision: Decision
+    feedback: str | None = None
 
 
 class ApprovalResponse(Wire, kw_only=True):
+    """The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``."""
+
     decision: Decision
     feedback: str | None = None
+    calls: dict[str, CallDecision] = {}
 
 
 # ---------------------------------------------------------------- the table
@@ -441,6 +499,8 @@ METHODS: tuple[Method, ...] = (
     _req("memory/delete", MemoryDeleteParams, MemoryDeleteResult, "Delete one memory."),
     _req("skill/list", SkillListParams, SkillListResult,
          "Skills a session (or, without one, the user) can load, and which one is active."),
+    _req("fileChange/read", FileChangeReadParams, FileChangeReadResult,
+         "The whole proposed content of a file change awaiting approval (for a diff view)."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),
@@ -450,6 +510,7 @@ METHODS: tuple[Method, ...] = (
     _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
+    _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,

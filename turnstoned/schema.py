@@ -58,6 +58,7 @@ def generate() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "turnstoned protocol",
         "protocolVersion": p.PROTOCOL_VERSION,
+        "protocolRevision": p.PROTOCOL_REVISION,
         "methods": methods,
         "errors": errors,
         "$defs": components,

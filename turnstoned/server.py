@@ -34,6 +34,7 @@ class _Protocol(LanguageServerProtocol):
         result.capabilities.experimental = {
             "turnstoned": {
                 "protocolVersion": p.PROTOCOL_VERSION,
+                "protocolRevision": p.PROTOCOL_REVISION,
                 "methods": [m.name for m in p.METHODS if m.direction == "client->daemon"],
             }
         }

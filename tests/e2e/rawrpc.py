@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+DEFER = object()  # returned by ``on_request``: the test answers that request itself, later
+
 
 class RawDaemon:
     """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
@@ -64,7 +66,8 @@ class RawDaemon:
     def _handle(self, msg: dict[str, Any]) -> None:
         if "method" in msg and "id" in msg:
             result = self.on_request(msg)
-            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            if result is not DEFER:
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             with self._cond:
                 self.notifications.append(msg)
                 self._cond.notify_all()

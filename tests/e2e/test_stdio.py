@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.rawrpc import RawDaemon
+from tests.e2e.rawrpc import DEFER, RawDaemon
 from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
 
 
@@ -199,3 +199,26 @@ def test_edit_guard_and_edit_through_the_daemon(daemon: RawDaemon, model: Script
     preview = [m["params"]["items"][0]["preview"] for m in daemon.notifications
                if m["method"] == "item/tool/requestApproval"][0]
     assert "-y = 2" in preview and "+y = 3" in preview
+
+
+def test_file_change_is_read_while_pending_and_refused_after(daemon: RawDaemon, model: ScriptedModel,
+                                                             tmp_path: Path) -> None:
+    model.push(tool_calls([("w1", "write_file", '{"path": "n.txt", "content": "new\\n"}')]),
+               text("written"))
+    daemon.on_request = lambda msg: DEFER
+    caps = daemon.initialize()["capabilities"]["experimental"]["turnstoned"]
+    assert caps["protocolRevision"] == "1.1" == daemon.result("daemon/health")["protocolRevision"]
+    sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+    tid = daemon.result("turn/start", {"sessionId": sid,
+                                       "input": [{"type": "text", "text": "write"}]})["turnId"]
+    asked = daemon.wait_for("item/tool/requestApproval")
+    call_id = asked["items"][0]["callId"]
+    change = daemon.result("fileChange/read", {"sessionId": sid, "callId": call_id})
+    assert change == {"path": os.path.realpath(tmp_path / "n.txt"), "oldText": "",
+                      "newText": "new\n"}
+    request = next(m for m in daemon.notifications if m["method"] == "item/tool/requestApproval")
+    daemon.send({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "approve"}})
+    daemon.wait_for("turn/completed", lambda p: p["turnId"] == tid)
+    late = daemon.request("fileChange/read", {"sessionId": sid, "callId": call_id})["error"]
+    assert late["code"] == -32020 and late["data"]["kind"] == "fileChangeNotPending"
+    assert "Traceback" not in json.dumps(late)

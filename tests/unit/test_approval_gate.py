@@ -56,3 +56,42 @@ def test_always_on_an_ungrantable_call_saves_no_grant_for_it() -> None:
     verdict = _decide(sink, policy, [_call("c1", "bash"), _call("c2", "write_file", False)])
     assert verdict.approved
     assert policy.grants == {"bash"} and saved == [{"bash"}]
+
+
+def _answer(decision: str, feedback: str | None = None,
+            **calls: tuple[str, str | None]) -> p.ApprovalResponse:
+    return p.ApprovalResponse(decision=decision, feedback=feedback, calls={  # type: ignore[arg-type]
+        cid: p.CallDecision(decision=d, feedback=f) for cid, (d, f) in calls.items()})  # type: ignore[arg-type]
+
+
+def test_per_call_always_on_an_ungrantable_call_runs_it_and_grants_nothing() -> None:
+    policy = approvals.ApprovalPolicy()
+    verdict, per_call = approvals.settle(
+        _answer("deny", c1=("always", None), c2=("always", None)),
+        [_call("c1", "bash"), _call("c2", "write_file", grantable=False)], False, policy)
+    assert verdict.approved and policy.grants == {"bash"}
+    assert per_call == {"c1": "always", "c2": "always"}
+
+
+def test_calls_not_named_take_the_cycle_decision_and_feedback() -> None:
+    verdict, _ = approvals.settle(
+        _answer("deny", "cycle says no", c1=("approve", "ok, this one")),
+        [_call("c1", "bash"), _call("c2", "bash")], False, approvals.ApprovalPolicy())
+    assert verdict.denied == {"c2": "Denied by user: cycle says no"}
+    assert verdict.notes == ["Feedback from the user on the bash call c1: ok, this one"]
+
+
+def test_an_answer_naming_unknown_calls_decides_only_its_own() -> None:
+    verdict, per_call = approvals.settle(
+        _answer("approve", ghost=("deny", None)), [_call("c1", "bash")], False,
+        approvals.ApprovalPolicy())
+    assert verdict.approved and per_call == {"c1": "approve"}
+
+
+def test_a_split_answer_to_an_atomic_cycle_denies_all_and_grants_nothing() -> None:
+    policy = approvals.ApprovalPolicy()
+    verdict, per_call = approvals.settle(
+        _answer("always", c2=("deny", None)), [_call("c1", "edit_file"), _call("c2", "edit_file")],
+        True, policy)
+    assert set(verdict.denied) == {"c1", "c2"} and verdict.decision == "deny"
+    assert policy.grants == set() and per_call == {"c1": "deny", "c2": "deny"}

@@ -233,6 +233,20 @@ class Engine:
             ))
         return out
 
+    async def read_file_change(self, session_id: str, call_id: str) -> p.FileChangeReadResult:
+        """The whole old and new text of a file change whose approval is being asked."""
+        session = self.get(session_id)
+        call = session.policy.awaiting.get(call_id)
+        if call is None:
+            raise EngineError(ErrorCode.FILE_CHANGE_NOT_PENDING,
+                              f"call {call_id!r} is not awaiting approval in this session")
+        proposal = call.file_change
+        if proposal is None:
+            raise EngineError(ErrorCode.FILE_CHANGE_NOT_PENDING,
+                              f"call {call_id!r} ({call.tool}) proposes no file change")
+        old, new = await asyncio.to_thread(proposal.texts)
+        return p.FileChangeReadResult(path=proposal.path, old_text=old, new_text=new)
+
     def health(self) -> p.DaemonHealthResult:
         model = resolve_model(self.config.model)
         return p.DaemonHealthResult(

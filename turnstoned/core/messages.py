@@ -22,6 +22,7 @@ class ToolCall(msgspec.Struct, kw_only=True):
     header: str = ""
     preview: str = ""
     needs_approval: bool = False
+    file_change: p.FileChange | None = None
 
 
 class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -98,7 +99,7 @@ def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
         return p.ToolCallItem(
             id=call.id, call_id=call.id, tool=call.name, arguments=call.arguments,
             header=call.header, preview=call.preview, needs_approval=call.needs_approval,
-            status="cancelled", is_error=True, effect_status="unknown",
+            status="cancelled", is_error=True, effect_status="unknown", file_change=call.file_change,
         )
     return p.ToolCallItem(
         id=call.id, call_id=call.id, tool=call.name, arguments=call.arguments,
@@ -106,6 +107,7 @@ def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
         status=result.status or ("failed" if result.is_error else "completed"),  # type: ignore[arg-type]
         output=result.text(), is_error=result.is_error,
         effect_status=result.effect_status,  # type: ignore[arg-type]
+        file_change=call.file_change,
     )
 
 

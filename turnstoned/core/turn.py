@@ -157,8 +157,23 @@ class TurnRunner:
             self.usage.prompt_tokens += reply.usage["prompt_tokens"]
             self.usage.completion_tokens += reply.usage["completion_tokens"]
             self.usage.total_tokens += reply.usage["total_tokens"]
+        self._report_context(model, messages, reply)
         self._reply_id = msg_id
         return reply
+
+    def _report_context(self, model: ModelSettings, messages: list[dict[str, Any]],
+                        reply: ModelReply) -> None:
+        """``session/usage``: the prompt plus the reply, as the server counted it or estimated."""
+        if reply.usage:
+            tokens = int(reply.usage["prompt_tokens"]) + int(reply.usage["completion_tokens"])
+        else:
+            chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(self.tools.schemas))
+            chars += len(reply.content) + len(reply.reasoning)
+            chars += sum(len(c.name) + len(c.arguments or "") for c in reply.tool_calls)
+            tokens = (chars + 3) // 4
+        self.sink.notify("session/usage", p.SessionUsage(
+            session_id=self.s.id, context_tokens=tokens, context_window=model.context_window,
+            estimated=not reply.usage))
 
     # ----------------------------------------------------------- commits
 
@@ -179,7 +194,8 @@ class TurnRunner:
             id=self._reply_id, turn_id=self.turn.id,
             tool_calls=[m.ToolCall(id=c.call_id, name=c.tool, arguments=c.arguments,
                                    header=c.header, preview=c.preview,
-                                   needs_approval=c.needs_approval and not c.error)
+                                   needs_approval=c.needs_approval and not c.error,
+                                   file_change=approvals.file_change_info(c))
                         for c in self.batch.calls],
         )
         self.s.commit([msg])
@@ -193,23 +209,23 @@ class TurnRunner:
             status=status,  # type: ignore[arg-type]
             output=out.text() if out else None, is_error=out.is_error if out else False,
             effect_status=out.effect_status if out else None,
+            file_change=approvals.file_change_info(c),
         )
 
     def _fold_queued(self) -> bool:
         """Fold queued user input and notices as one user message; False if none."""
-        extra = self._queued_message(None)
+        extra = self._queued_message([])
         if extra is None:
             return False
         self.s.commit([extra])
         return True
 
-    def _queued_message(self, feedback: str | None) -> m.Message | None:
+    def _queued_message(self, notes: list[str]) -> m.Message | None:
         parts = [q.text() for q in self.s.queued]
         notices = [q.notice for q in self.s.queued if q.notice]
         has_user = len(notices) < len(self.s.queued)
         self.s.queued.clear()
-        if feedback:
-            parts.append(f"Feedback from the user on the approved tool calls: {feedback}")
+        parts.extend(notes)
         if not parts:
             return None
         notice = None if has_user else (notices[0] if notices else "feedback")
@@ -222,15 +238,10 @@ class TurnRunner:
         calls = self.batch.calls
         serialize = apply_batch_policies(calls)
         verdict = await approvals.decide(self.sink, self.s.policy, self.s.id, self.turn.id, calls)
-        gated = {c.call_id for c in approvals.pending(calls)}
-        runnable = calls
-        denied: dict[str, Outcome] = {}
-        if not verdict.approved:
-            text = approvals.denial_text(verdict.feedback)
-            for c in calls:
-                if c.call_id in gated:
-                    denied[c.call_id] = Outcome(c, ToolOutput(text, True, "none"), "declined")
-            runnable = [c for c in calls if c.call_id not in gated]
+        denied = {c.call_id: Outcome(c, ToolOutput(verdict.denied[c.call_id], True, "none"),
+                                     "declined")
+                  for c in calls if c.call_id in verdict.denied}
+        runnable = [c for c in calls if c.call_id not in denied]
         streams: dict[str, Coalescer] = {}
         outcomes = await execute_all(
             runnable, self.tools.handles, lambda c: self._call_ctx(c, streams),
@@ -239,7 +250,7 @@ class TurnRunner:
             s.close()
         by_id = {o.call.call_id: o for o in outcomes} | denied
         ordered = [by_id[c.call_id] for c in calls]
-        self._fold(ordered, verdict.feedback if verdict.approved else None)
+        self._fold(ordered, verdict.notes)
 
     def _call_ctx(self, call: PreparedCall, streams: dict[str, Coalescer]) -> ToolContext:
         chunks = self.batch.track.streamed.setdefault(call.call_id, [])
@@ -266,7 +277,7 @@ class TurnRunner:
         used += len(json.dumps(self.tools.schemas))
         return Budget(remaining=window - used, cap=self.s.env.output_cap())
 
-    def _fold(self, outcomes: list[Outcome], feedback: str | None) -> None:
+    def _fold(self, outcomes: list[Outcome], notes: list[str]) -> None:
         """Phase 4: guard each result against the budget, then one checked commit."""
         if self.turn.generation != self.s.generation:
             log.info("dropping results of superseded turn %s", self.turn.id)
@@ -285,7 +296,7 @@ class TurnRunner:
                 id=o.call.call_id, turn_id=self.turn.id, status=o.status, is_error=out.is_error,
                 effect_status=out.effect_status))
             items.append(self._tool_item(o.call, o.status, out))
-        extra = self._queued_message(feedback)
+        extra = self._queued_message(notes)
         self.s.commit(msgs + ([extra] if extra else []))
         self.batch.folded = True
         for item in items:

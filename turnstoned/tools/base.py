@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from turnstoned.protocol import FileChangeKind
+
 EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
 
 
@@ -40,6 +42,18 @@ class BatchPolicy:
 
 
 @dataclass(slots=True)
+class FileProposal:
+    """The file change a call proposes: shown with its approval, readable whole while pending."""
+
+    path: str  # absolute, symlinks resolved
+    kind: FileChangeKind
+    unified_diff: str  # capped; ``truncated`` says when it was cut or could not be made
+    truncated: bool
+    # The whole (old, new) text, computed only when an editor asks for it.
+    texts: Callable[[], tuple[str, str]]
+
+
+@dataclass(slots=True)
 class PreparedCall:
     """One model tool call after phase 1 (prepare)."""
 
@@ -53,6 +67,7 @@ class PreparedCall:
     error: str | None = None
     data: Any = None  # tool-specific state handed from prepare to execute
     policy: BatchPolicy | None = None
+    file_change: FileProposal | None = None
     # Filled in by the pipeline:
     call_id: str = ""
     tool: str = ""

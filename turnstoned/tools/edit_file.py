@@ -37,7 +37,8 @@ from turnstoned.tools._files import (
     real_key,
     symlink_note,
 )
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools._proposal import exact_text, propose
+from turnstoned.tools.base import FileProposal, PreparedCall, ToolContext, ToolOutput, prepare_error
 
 
 class Args(msgspec.Struct, kw_only=True):
@@ -58,6 +59,7 @@ class _Plan:
     count: int  # edits applied, or occurrences replaced
     original: bytes  # the file as previewed: execute writes only over exactly this
     new_bytes: bytes
+    proposal: FileProposal | None = None
 
 
 _EDITS_SHAPE = "Error: edits must be an array of {old_string, new_string} objects"
@@ -154,7 +156,10 @@ def _plan(args: Args, ctx: ToolContext, display: str) -> tuple[_Plan, str]:
     diff = capped_preview(edit_diff(doc.text, new_text, spans, name=display))
     preview = "\n".join([*_summary_lines(edits, replace_all, spans), diff])
     count = len(spans) if replace_all else len(edits)
-    return _Plan(path, display, edits, replace_all, count, data, new_bytes), preview
+    plan = _Plan(path, display, edits, replace_all, count, data, new_bytes)
+    plan.proposal = propose(path, doc.text, new_text, exists=True,
+                            texts=lambda: (exact_text(data), exact_text(new_bytes)))
+    return plan, preview
 
 
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
@@ -172,6 +177,7 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         needs_approval=True,
         approval_label="edit_file",
         data=plan,
+        file_change=plan.proposal,
     )
 
 

@@ -25,7 +25,15 @@ from turnstoned.tools._files import (
     split_keepends,
     unified_diff,
 )
-from turnstoned.tools.base import EffectStatus, PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools._proposal import propose, read_text
+from turnstoned.tools.base import (
+    EffectStatus,
+    FileProposal,
+    PreparedCall,
+    ToolContext,
+    ToolOutput,
+    prepare_error,
+)
 
 _DIFF_MAX_BYTES = 8 * 1024 * 1024  # larger existing files get a size note instead of a diff
 
@@ -58,13 +66,12 @@ def _old_text(path: Path) -> tuple[str | None, str]:
     return decode_lenient(data), ""
 
 
-def _preview(write: _Write, exists: bool, notes: list[str]) -> str:
+def _preview(write: _Write, exists: bool, notes: list[str], old: str | None, why: str) -> str:
     content = write.content.replace("\r\n", "\n")
     if not exists:
         lines = split_keepends(content)
         added = unified_diff([], lines, fromfile="/dev/null", tofile=write.display)
         return "\n".join([*notes, capped_preview(added) if lines else "(empty file)"])
-    old, why = _old_text(write.path)
     if old is None:
         return "\n".join([*notes, why])
     new = old + content if write.append else content
@@ -73,6 +80,15 @@ def _preview(write: _Write, exists: bool, notes: list[str]) -> str:
     )
     diff = capped_preview(changes, PREVIEW_CAP)
     return "\n".join([*notes, diff or "(no changes: the file already has this content)"])
+
+
+def _proposal(write: _Write, exists: bool, old: str | None) -> FileProposal:
+    def texts() -> tuple[str, str]:
+        before = read_text(write.path) if exists else ""
+        return before, before + write.content if write.append else write.content
+
+    new = (old or "") + write.content if write.append else write.content
+    return propose(write.path, old, new, exists=exists, texts=texts)
 
 
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
@@ -92,13 +108,15 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         label = "overwrite_file"
         notes.append("⚠ overwriting existing file not previously read")
     write = _Write(path, display, args.content, append)
+    old, why = _old_text(path) if exists else (None, "")
     return PreparedCall(
         header=f"⚙ write_file ({'append' if append else 'write'}): {display} "
         f"({len(args.content)} chars)",
-        preview=_preview(write, exists, notes),
+        preview=_preview(write, exists, notes, old, why),
         needs_approval=True,
         approval_label=label,
         data=write,
+        file_change=_proposal(write, exists, old),
     )
 
 

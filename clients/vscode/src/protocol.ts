@@ -2,6 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_REVISION = "1.1";
 
 export interface AgentMessageItem {
   type: "agentMessage";
@@ -17,6 +18,7 @@ export interface ApprovalRequestItem {
   needsApproval: boolean;
   approvalLabel: string;
   error?: string | null;
+  fileChange?: FileChange | null;
 }
 
 export interface ApprovalRequestParams {
@@ -24,6 +26,7 @@ export interface ApprovalRequestParams {
   turnId: string;
   cycleId: string;
   items: ApprovalRequestItem[];
+  atomic?: boolean;
 }
 
 export interface ApprovalResolved {
@@ -32,9 +35,19 @@ export interface ApprovalResolved {
   cycleId: string;
   callIds: string[];
   decision: "always" | "approve" | "auto" | "cancelled" | "deny" | "timeout";
+  calls?: { [key: string]: "always" | "approve" | "deny" };
 }
 
+/**
+ * The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
+ */
 export interface ApprovalResponse {
+  decision: "always" | "approve" | "deny";
+  feedback?: string | null;
+  calls?: { [key: string]: CallDecision };
+}
+
+export interface CallDecision {
   decision: "always" | "approve" | "deny";
   feedback?: string | null;
 }
@@ -42,6 +55,7 @@ export interface ApprovalResponse {
 export interface DaemonHealthResult {
   version: string;
   protocolVersion: number;
+  protocolRevision?: string;
   sessions: number;
   runningTurns?: number;
   model?: string | null;
@@ -50,6 +64,33 @@ export interface DaemonHealthResult {
 }
 
 export interface Empty {
+}
+
+/**
+ * The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view.
+ *
+ * ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a
+ * binary or very large file), and ``fileChange/read`` has the whole content.
+ */
+export interface FileChange {
+  path: string;
+  kind: "create" | "delete" | "modify";
+  unifiedDiff: string;
+  truncated?: boolean;
+}
+
+export interface FileChangeReadParams {
+  sessionId: string;
+  callId: string;
+}
+
+/**
+ * The whole file before and after the proposed change (``oldText`` is "" for a new file).
+ */
+export interface FileChangeReadResult {
+  path: string;
+  oldText: string;
+  newText: string;
 }
 
 export interface ItemCompleted {
@@ -209,6 +250,16 @@ export interface SessionStartResult {
   sessionId: string;
 }
 
+/**
+ * How full the session's context is after a model call (prompt plus reply, in tokens).
+ */
+export interface SessionUsage {
+  sessionId: string;
+  contextTokens: number;
+  contextWindow: number;
+  estimated?: boolean;
+}
+
 export interface SkillInfo {
   name: string;
   description: string;
@@ -244,6 +295,7 @@ export interface ToolCallItem {
   output?: string | null;
   isError: boolean;
   effectStatus?: "none" | "partial" | "rolled_back" | "unknown" | null;
+  fileChange?: FileChange | null;
 }
 
 export interface ToolInfo {
@@ -321,6 +373,7 @@ export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
 export type EffectStatus = "none" | "partial" | "rolled_back" | "unknown";
 export type Decision = "always" | "approve" | "deny";
+export type FileChangeKind = "create" | "delete" | "modify";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
@@ -342,6 +395,7 @@ export const Method = {
   memoryList: "memory/list",
   memoryDelete: "memory/delete",
   skillList: "skill/list",
+  fileChangeRead: "fileChange/read",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -351,6 +405,7 @@ export const Method = {
   approvalResolved: "approval/resolved",
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
+  sessionUsage: "session/usage",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   itemToolRequestApproval: "item/tool/requestApproval",
 } as const;
@@ -371,6 +426,7 @@ export interface ClientRequests {
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };
+  "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
 }
 
 /** Notifications the daemon sends. */
@@ -384,6 +440,7 @@ export interface DaemonNotifications {
   "approval/resolved": ApprovalResolved;
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
+  "session/usage": SessionUsage;
   "mcpServer/statusChanged": McpServerInfo;
 }
 
@@ -409,6 +466,7 @@ export const ErrorCode = {
   TURN_NOT_FOUND: -32012,
   MCP_SERVER_NOT_FOUND: -32013,
   CONFIG_ERROR: -32014,
+  FILE_CHANGE_NOT_PENDING: -32020,
 } as const;
 
 export const ErrorKind = {
@@ -423,4 +481,5 @@ export const ErrorKind = {
   TURN_NOT_FOUND: "turnNotFound",
   MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
   CONFIG_ERROR: "configError",
+  FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
 } as const;

@@ -14,12 +14,14 @@
 ---@field needsApproval boolean
 ---@field approvalLabel string
 ---@field error? string|nil
+---@field fileChange? turnstoned.FileChange|nil
 
 ---@class turnstoned.ApprovalRequestParams
 ---@field sessionId string
 ---@field turnId string
 ---@field cycleId string
 ---@field items turnstoned.ApprovalRequestItem[]
+---@field atomic? boolean
 
 ---@class turnstoned.ApprovalResolved
 ---@field sessionId string
@@ -27,14 +29,21 @@
 ---@field cycleId string
 ---@field callIds string[]
 ---@field decision 'always'|'approve'|'auto'|'cancelled'|'deny'|'timeout'
+---@field calls? table<string, 'always'|'approve'|'deny'>
 
----@class turnstoned.ApprovalResponse
+---@class turnstoned.ApprovalResponse The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
+---@field decision 'always'|'approve'|'deny'
+---@field feedback? string|nil
+---@field calls? table<string, turnstoned.CallDecision>
+
+---@class turnstoned.CallDecision
 ---@field decision 'always'|'approve'|'deny'
 ---@field feedback? string|nil
 
 ---@class turnstoned.DaemonHealthResult
 ---@field version string
 ---@field protocolVersion integer
+---@field protocolRevision? string
 ---@field sessions integer
 ---@field runningTurns? integer
 ---@field model? string|nil
@@ -42,6 +51,21 @@
 ---@field mcp turnstoned.McpHealth
 
 ---@class turnstoned.Empty
+
+---@class turnstoned.FileChange The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view. ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a binary or very large file), and ``fileChange/read`` has the whole content.
+---@field path string
+---@field kind 'create'|'delete'|'modify'
+---@field unifiedDiff string
+---@field truncated? boolean
+
+---@class turnstoned.FileChangeReadParams
+---@field sessionId string
+---@field callId string
+
+---@class turnstoned.FileChangeReadResult The whole file before and after the proposed change (``oldText`` is "" for a new file).
+---@field path string
+---@field oldText string
+---@field newText string
 
 ---@class turnstoned.ItemCompleted
 ---@field sessionId string
@@ -164,6 +188,12 @@
 ---@class turnstoned.SessionStartResult
 ---@field sessionId string
 
+---@class turnstoned.SessionUsage How full the session's context is after a model call (prompt plus reply, in tokens).
+---@field sessionId string
+---@field contextTokens integer
+---@field contextWindow integer
+---@field estimated? boolean
+
 ---@class turnstoned.SkillInfo
 ---@field name string
 ---@field description string
@@ -195,6 +225,7 @@
 ---@field output? string|nil
 ---@field isError boolean
 ---@field effectStatus? 'none'|'partial'|'rolled_back'|'unknown'|nil
+---@field fileChange? turnstoned.FileChange|nil
 
 ---@class turnstoned.ToolInfo
 ---@field name string
@@ -259,6 +290,7 @@
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
 ---@alias turnstoned.EffectStatus 'none'|'partial'|'rolled_back'|'unknown'
 ---@alias turnstoned.Decision 'always'|'approve'|'deny'
+---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
@@ -268,6 +300,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
+M.PROTOCOL_REVISION = "1.1"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -284,6 +317,7 @@ M.methods = {
   memory_list = "memory/list",
   memory_delete = "memory/delete",
   skill_list = "skill/list",
+  file_change_read = "fileChange/read",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -293,6 +327,7 @@ M.methods = {
   approval_resolved = "approval/resolved",
   turn_completed = "turn/completed",
   session_notice = "session/notice",
+  session_usage = "session/usage",
   mcp_server_status_changed = "mcpServer/statusChanged",
   item_tool_request_approval = "item/tool/requestApproval",
 }
@@ -312,6 +347,7 @@ M.directions = {
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
+  ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -321,6 +357,7 @@ M.directions = {
   ["approval/resolved"] = { direction = "daemon->client", kind = "notification" },
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
+  ["session/usage"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
 }
@@ -338,6 +375,7 @@ M.error_codes = {
   TURN_NOT_FOUND = -32012,
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
+  FILE_CHANGE_NOT_PENDING = -32020,
 }
 
 M.error_kinds = {
@@ -352,6 +390,7 @@ M.error_kinds = {
   TURN_NOT_FOUND = "turnNotFound",
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
+  FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
 }
 
 return M
