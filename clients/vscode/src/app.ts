@@ -2,6 +2,7 @@
 import { ApprovalBroker } from "./approvals";
 import { attachment } from "./chat/attachments";
 import { ChatController } from "./chat";
+import { daemonFeatures } from "./client";
 import { rpcError } from "./connection";
 import { API_KEY_SECRET, Daemon } from "./daemon";
 import type { Host, TreeNode } from "./host";
@@ -10,7 +11,7 @@ import type { SessionInfo } from "./protocol";
 import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
 import { sessionNodes } from "./sessions";
 import { RESTART_KEYS } from "./settings";
-import { statusView } from "./status";
+import { statusView, type ContextFill } from "./status";
 
 export interface App {
   dispose(): Promise<void>;
@@ -27,10 +28,13 @@ export function startApp(host: Host): App {
   const daemon = new Daemon(host, broker);
   let sessions: SessionInfo[] = [];
 
-  const readProposal = async (_sessionId: string, _callId: string): Promise<Proposal> => {
-    throw new Error("this daemon does not serve proposed file contents");
+  const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => {
+    const client = await daemon.ready();
+    if (!client) throw new Error("the daemon is not running");
+    return client.readFileChange(sessionId, callId);
   };
-  const review = new ReviewController(host, broker, readProposal);
+  const perCall = () => daemon.status.state === "ready" && daemonFeatures(daemon.status.health).perCallDecisions;
+  const review = new ReviewController(host, broker, readProposal, perCall);
   const refreshSessions = async (): Promise<void> => {
     const client = daemon.client;
     if (!client) return;
@@ -49,14 +53,22 @@ export function startApp(host: Host): App {
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m), onResolved: () => undefined }));
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
 
-  daemon.onState((state) => {
-    const view = statusView(state);
+  let context: ContextFill | null = null;
+  const showStatus = () => {
+    const view = statusView(daemon.status, context);
     host.setStatus(view.text, view.tooltip, "turnstoned.statusMenu");
+  };
+  daemon.onState((state) => {
+    showStatus();
     host.setContext("turnstoned.ready", state.state === "ready");
     if (state.state === "ready") void refreshSessions();
   });
   daemon.onEvent((event) => {
     if (event.method === "mcpServer/statusChanged") void daemon.refreshHealth();
+    if (event.method === "session/usage" && event.params.sessionId === chat.currentSession) {
+      context = { tokens: event.params.contextTokens, window: event.params.contextWindow };
+      showStatus();
+    }
   });
 
   const commands: Record<string, (...args: unknown[]) => unknown> = {

@@ -1,6 +1,7 @@
 /** The chat view's host side: which session it shows, sending, interrupting, approvals. */
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
+import { daemonFeatures } from "./client";
 import type { Attachment, FromWebview, ToWebview } from "./chat/messages";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
@@ -36,7 +37,10 @@ export class ChatController {
       this.post({ type: "event", event });
       if (event.method === "turn/completed") hooks.sessionsChanged();
     });
-    daemon.onState((s) => this.post({ type: "daemon", state: s.state, ...(s.state === "stopped" && s.problem ? { message: `${s.problem.message} ${s.problem.detail}` } : {}) }));
+    daemon.onState((s) => {
+      this.post({ type: "daemon", state: s.state, ...(s.state === "stopped" && s.problem ? { message: `${s.problem.message} ${s.problem.detail}` } : {}) });
+      if (s.state === "ready") this.post({ type: "features", ...daemonFeatures(s.health) });
+    });
     broker.onChange((change) => this.approvalChanged(change));
   }
 
@@ -56,8 +60,9 @@ export class ChatController {
   async redraw(): Promise<void> {
     const s = this.daemon.status;
     this.post({ type: "daemon", state: s.state === "stopped" && !s.problem ? "starting" : s.state });
-    this.post({ type: "features", perCallDecisions: false, editReview: false });
     const client = await this.daemon.ready();
+    const status = this.daemon.status;
+    this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false }) });
     if (!client || !this.sessionId) {
       this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
       return;
@@ -178,6 +183,7 @@ export class ChatController {
       case "send": await this.send(message.text); break;
       case "interrupt": await this.interrupt(); break;
       case "answer": this.broker.answer(message.cycleId, message.answer); break;
+      case "decideCall": this.broker.decideCall(message.cycleId, message.callId, message.decision, message.feedback); break;
       case "review": if (this.sessionId) await this.hooks.review(this.sessionId, message.callId); break;
       case "copy": await this.host.copy(message.text); break;
       case "insert":
@@ -190,7 +196,11 @@ export class ChatController {
 
   private approvalChanged(change: ApprovalChange): void {
     if (change.kind === "cleared") {
-      this.post({ type: "approvalCleared", cycleId: change.cycleId, reason: change.reason, ...(change.decision ? { decision: change.decision } : {}) });
+      this.post({ type: "approvalCleared", cycleId: change.cycleId, reason: change.reason, ...(change.decision ? { decision: change.decision } : {}), ...(change.calls ? { calls: change.calls } : {}) });
+      return;
+    }
+    if (change.kind === "callDecided") {
+      this.post({ type: "callDecided", cycleId: change.cycleId, callId: change.callId, decision: change.decision });
       return;
     }
     if (change.cycle.sessionId === this.sessionId) this.post({ type: "approval", cycle: change.cycle });

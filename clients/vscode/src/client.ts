@@ -7,6 +7,7 @@ import type {
   ApprovalResponse,
   DaemonHealthResult,
   DaemonNotifications,
+  FileChangeReadResult,
   McpServerInfo,
   McpServerRefreshResult,
   SessionInfo,
@@ -31,8 +32,27 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.approvalResolved,
   Method.turnCompleted,
   Method.sessionNotice,
+  Method.sessionUsage,
   Method.mcpServerStatusChanged,
 ];
+
+/** What a daemon can do beyond protocol 1.0, from its `protocolRevision`. */
+export interface DaemonFeatures {
+  /** `calls` in approval answers; `fileChange/read`; `session/usage`. */
+  perCallDecisions: boolean;
+  editReview: boolean;
+}
+
+function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
+  const [major = 0, minor = 0] = (revision ?? "1.0").split(".").map(Number);
+  const [wMajor = 0, wMinor = 0] = wanted.split(".").map(Number);
+  return major > wMajor || (major === wMajor && minor >= wMinor);
+}
+
+export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
+  const v11 = revisionAtLeast(health.protocolRevision, "1.1");
+  return { perCallDecisions: v11, editReview: v11 };
+}
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
 
@@ -96,6 +116,11 @@ export class TurnstonedClient {
 
   mcpRefresh(name?: string): Promise<McpServerRefreshResult> {
     return this.conn.request(Method.mcpServerRefresh, { name: name ?? null });
+  }
+
+  /** The whole proposed content of a pending write/edit call (protocol 1.1). */
+  readFileChange(sessionId: string, callId: string): Promise<FileChangeReadResult> {
+    return this.conn.request(Method.fileChangeRead, { sessionId, callId });
   }
 
   async tools(sessionId?: string): Promise<ToolInfo[]> {

@@ -3,7 +3,7 @@
  * documents read with the daemon's file-change request, so the diff shows exactly what the
  * approval would write; the diff editor's title bar approves or denies the call.
  */
-import type { ApprovalBroker } from "./approvals";
+import { splittable, type ApprovalBroker } from "./approvals";
 import type { Host } from "./host";
 import type { Decision } from "./protocol";
 
@@ -54,7 +54,12 @@ function basename(path: string): string {
 export class ReviewController {
   private readonly proposals = new Map<string, Promise<Proposal>>();
 
-  constructor(private readonly host: Host, private readonly broker: ApprovalBroker, private readonly read: ProposalReader) {
+  constructor(
+    private readonly host: Host,
+    private readonly broker: ApprovalBroker,
+    private readonly read: ProposalReader,
+    private readonly perCallDecisions: () => boolean,
+  ) {
     broker.onChange((change) => {
       if (change.kind === "cleared") this.forgetCycle(change.cycleId);
     });
@@ -123,6 +128,8 @@ export class ReviewController {
       feedback = await this.host.input({ prompt: "Why not? (the model reads this; optional)" });
       if (feedback === undefined) return;
     }
-    this.broker.answer(cycle.cycleId, { decision, ...(feedback ? { feedback } : {}) });
+    // In a batch that can be split, this diff decides its own call; the others keep asking.
+    if (splittable(cycle, this.perCallDecisions())) this.broker.decideCall(cycle.cycleId, ref.callId, decision, feedback);
+    else this.broker.answer(cycle.cycleId, { decision, ...(feedback ? { feedback } : {}) });
   }
 }

@@ -1,7 +1,7 @@
 /** Messages between the extension host and the chat webview. */
 import type { ApprovalAnswer, ClearReason } from "../approvals";
 import type { DaemonEvent } from "../client";
-import type { ApprovalRequestParams, Item } from "../protocol";
+import type { ApprovalRequestParams, Decision, Item } from "../protocol";
 
 /** Something put into the next prompt by "Add selection/file to chat". */
 export interface Attachment {
@@ -15,7 +15,8 @@ export type ToWebview =
   | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean }
   | { type: "event"; event: DaemonEvent }
   | { type: "approval"; cycle: ApprovalRequestParams }
-  | { type: "approvalCleared"; cycleId: string; reason: ClearReason; decision?: string }
+  | { type: "approvalCleared"; cycleId: string; reason: ClearReason; decision?: string; calls?: Record<string, string> }
+  | { type: "callDecided"; cycleId: string; callId: string; decision: Decision }
   | { type: "attach"; attachment: Attachment }
   | { type: "daemon"; state: DaemonState; message?: string }
   | { type: "features"; perCallDecisions: boolean; editReview: boolean }
@@ -27,6 +28,7 @@ export type FromWebview =
   | { type: "send"; text: string }
   | { type: "interrupt" }
   | { type: "answer"; cycleId: string; answer: ApprovalAnswer }
+  | { type: "decideCall"; cycleId: string; callId: string; decision: Decision; feedback?: string }
   | { type: "review"; callId: string }
   | { type: "copy"; text: string }
   | { type: "insert"; text: string }

@@ -3,7 +3,7 @@
  * requests and history items. No DOM here, so it is tested in Node.
  */
 import type { DaemonEvent } from "../client";
-import type { ApprovalRequestItem, ApprovalRequestParams, Item, ToolCallItem, Usage } from "../protocol";
+import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, ToolCallItem, Usage } from "../protocol";
 import { errorHint } from "./hints";
 
 export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean }
@@ -19,6 +19,8 @@ export interface CardApproval {
   siblings: number;
   /** The first gated card of the cycle carries the cycle-level buttons. */
   lead: boolean;
+  /** Each call of the cycle gets its own buttons (per-call decisions, not atomic). */
+  split: boolean;
 }
 
 export interface ToolEntry {
@@ -39,6 +41,8 @@ export interface ToolEntry {
   /** How the approval ended, shown on the card ("approved", "denied", ...). */
   decision: string | null;
   error: string | null;
+  /** The file a write/edit call proposes to change, with its unified diff. */
+  fileChange: FileChange | null;
 }
 
 export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry;
@@ -50,13 +54,15 @@ export interface ChatState {
   /** The running turn, if any. */
   turnId: string | null;
   lastUsage: Usage | null;
+  /** How full the context is after the last model call (`session/usage`). */
+  context: { tokens: number; window: number; estimated: boolean } | null;
   /** Pending approval cycles by id: the gated call ids of each. */
   cycles: Record<string, string[]>;
   seq: number;
 }
 
 export function emptyState(sessionId: string | null = null, title = ""): ChatState {
-  return { sessionId, title, entries: [], turnId: null, lastUsage: null, cycles: {}, seq: 0 };
+  return { sessionId, title, entries: [], turnId: null, lastUsage: null, context: null, cycles: {}, seq: 0 };
 }
 
 function find<K extends Entry["kind"]>(state: ChatState, id: string, kind: K): Extract<Entry, { kind: K }> | undefined {
@@ -81,6 +87,7 @@ function toolEntry(item: ToolCallItem): ToolEntry {
     approval: null,
     decision: null,
     error: null,
+    fileChange: item.fileChange ?? null,
   };
 }
 
@@ -164,10 +171,13 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
       break;
     }
     case "approval/resolved":
-      clearCycle(state, event.params.cycleId, event.params.decision);
+      clearCycle(state, event.params.cycleId, event.params.decision, event.params.calls);
       break;
     case "turn/completed":
       completeTurn(state, event.params);
+      break;
+    case "session/usage":
+      state.context = { tokens: event.params.contextTokens, window: event.params.contextWindow, estimated: event.params.estimated ?? false };
       break;
     case "session/notice":
       state.entries.push({ kind: "notice", id: `notice-${++state.seq}`, noticeKind: event.params.kind, text: event.params.text });
@@ -204,15 +214,19 @@ function cardFor(state: ChatState, item: ApprovalRequestItem): ToolEntry {
   return entry;
 }
 
-/** Show an approval request on the cards of the calls it asks about. */
-export function applyApproval(state: ChatState, cycle: ApprovalRequestParams): ChatState {
+/**
+ * Show an approval request on the cards of the calls it asks about; `split` gives each call
+ * its own buttons (the daemon takes per-call decisions and the cycle is not atomic).
+ */
+export function applyApproval(state: ChatState, cycle: ApprovalRequestParams, split = false): ChatState {
   if (!mine(state, cycle.sessionId)) return state;
   const gated = cycle.items.filter((i) => i.needsApproval);
   gated.forEach((item, index) => {
     const card = cardFor(state, item);
-    card.approval = { cycleId: cycle.cycleId, label: item.approvalLabel, siblings: gated.length - 1, lead: index === 0 };
+    card.approval = { cycleId: cycle.cycleId, label: item.approvalLabel, siblings: gated.length - 1, lead: index === 0, split: split && gated.length > 1 };
     card.error = item.error ?? null;
     card.decision = null;
+    card.fileChange = item.fileChange ?? card.fileChange;
   });
   state.cycles[cycle.cycleId] = gated.map((i) => i.callId);
   return state;
@@ -223,15 +237,33 @@ const DECISION_WORDS: Record<string, string> = {
   cancelled: "withdrawn", auto: "approved automatically",
 };
 
-/** An approval ended (answered here, resolved by the daemon or withdrawn): drop its buttons. */
-export function clearCycle(state: ChatState, cycleId: string, decision?: string): ChatState {
+function word(decision: string): string {
+  return DECISION_WORDS[decision] ?? decision;
+}
+
+/**
+ * An approval ended (answered here, resolved by the daemon or withdrawn): drop its buttons.
+ * `calls` says what each call got when they were decided one by one.
+ */
+export function clearCycle(state: ChatState, cycleId: string, decision?: string, calls?: Record<string, string>): ChatState {
+  const callIds = new Set(state.cycles[cycleId] ?? []);
   for (const entry of state.entries) {
-    if (entry.kind === "tool" && entry.approval?.cycleId === cycleId) {
-      entry.approval = null;
-      if (decision) entry.decision = DECISION_WORDS[decision] ?? decision;
-    }
+    if (entry.kind !== "tool" || (entry.approval?.cycleId !== cycleId && !callIds.has(entry.callId))) continue;
+    entry.approval = null;
+    const own = calls?.[entry.callId] ?? decision;
+    if (own) entry.decision = word(own);
   }
   delete state.cycles[cycleId];
+  return state;
+}
+
+/** One call of a split cycle was decided; the answer waits for the others. */
+export function decideCall(state: ChatState, cycleId: string, callId: string, decision: string): ChatState {
+  const card = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === callId && e.approval?.cycleId === cycleId);
+  if (card) {
+    card.approval = null;
+    card.decision = `${word(decision)}; waiting for the other calls`;
+  }
   return state;
 }
 

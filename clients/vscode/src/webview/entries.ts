@@ -9,6 +9,31 @@ export interface CardFeatures {
   editReview: boolean;
 }
 
+const DIFF_CLASS: [string, string][] = [["+++", "meta"], ["---", "meta"], ["@@", "hunk"], ["+", "add"], ["-", "del"]];
+
+/** A unified diff as lines with their add/del/hunk class (built as text nodes, never HTML). */
+function diffBlock(diff: string): HTMLElement {
+  const pre = h("pre", { class: "diff" });
+  for (const line of diff.replace(/\n$/, "").split("\n")) {
+    const cls = DIFF_CLASS.find(([prefix]) => line.startsWith(prefix))?.[1] ?? "ctx";
+    pre.append(h("span", { class: cls }, line), "\n");
+  }
+  return pre;
+}
+
+function fileChangePart(entry: ToolEntry, node: HTMLElement): void {
+  const change = entry.fileChange;
+  const old = node.querySelector<HTMLElement>(":scope > .file-change");
+  const key = change ? `${change.kind}|${change.path}|${change.unifiedDiff.length}` : "";
+  if ((old?.dataset.key ?? "") === key) return;
+  old?.remove();
+  if (!change) return;
+  const details = h("details", { class: "file-change", "data-key": key, open: entry.status === "pending" },
+    h("summary", {}, h("span", { class: `kind ${change.kind}` }, change.kind), " ", change.path, change.truncated ? " (diff truncated: Review shows all)" : ""),
+    diffBlock(change.unifiedDiff));
+  node.querySelector(":scope > .preview")?.after(details) ?? node.querySelector(":scope > .card-head")?.after(details);
+}
+
 const EDIT_TOOLS = new Set(["write_file", "edit_file"]);
 const OUTPUT_TAIL = 60_000;
 
@@ -64,11 +89,11 @@ function part(node: HTMLElement, cls: string, make: () => HTMLElement): HTMLElem
 function approvalPanel(entry: ToolEntry, features: CardFeatures): HTMLElement | null {
   const approval = entry.approval;
   if (!approval) return null;
-  const own = features.perCallDecisions || approval.lead;
-  const scope = features.perCallDecisions ? "" : approval.siblings > 0 ? ` all ${approval.siblings + 1} calls` : "";
+  const own = approval.split || approval.lead;
+  const scope = approval.split ? "" : approval.siblings > 0 ? ` all ${approval.siblings + 1}` : "";
   const panel = h("div", { class: "approval", "data-cycle": approval.cycleId, "data-call": entry.callId });
   if (!own) {
-    panel.append(h("div", { class: "approval-note" }, "Answered with the first call of this batch."));
+    panel.append(h("div", { class: "approval-note" }, "This batch is answered as a whole, with the first call."));
     return panel;
   }
   if (entry.error) panel.append(h("div", { class: "approval-error" }, entry.error));
@@ -76,10 +101,10 @@ function approvalPanel(entry: ToolEntry, features: CardFeatures): HTMLElement | 
     h("button", { "data-action": "approve", title: "Run this" + scope }, "Approve" + scope),
     h("button", { class: "secondary", "data-action": "always", title: `Approve, and never ask again for “${approval.label}” in this session` }, `Always allow ${approval.label}`),
     h("button", { class: "danger", "data-action": "deny", title: "Do not run; the model reads your feedback" }, "Deny"));
-  if (features.editReview && EDIT_TOOLS.has(entry.tool)) {
+  if (features.editReview && (entry.fileChange || EDIT_TOOLS.has(entry.tool))) {
     buttons.prepend(h("button", { class: "secondary", "data-action": "review", title: "Open the change in the diff editor" }, "Review"));
   }
-  if (features.perCallDecisions && approval.lead && approval.siblings > 0) {
+  if (approval.split && approval.lead) {
     buttons.append(h("button", { class: "secondary", "data-action": "approveAll", title: "Approve every call of this batch" }, `Approve all ${approval.siblings + 1}`));
   }
   panel.append(buttons, h("input", { class: "feedback", type: "text", placeholder: "Feedback for the model (optional)" }));
@@ -98,8 +123,10 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   setText(head.querySelector(".status")!, entry.decision && !entry.approval ? `${statusWord(entry)} · ${entry.decision}` : statusWord(entry));
   const preview = part(node, "preview", () => h("pre", { class: "preview" }));
   setText(preview, entry.preview);
-  // A one-line preview the header already shows (a bash command) is not repeated.
-  toggle(preview, entry.preview !== "" && !(entry.header.includes(entry.preview) && !entry.preview.includes("\n")));
+  // A one-line preview the header already shows (a bash command) is not repeated, and the
+  // coloured diff of a file change replaces its plain-text preview.
+  const repeated = entry.header.includes(entry.preview) && !entry.preview.includes("\n");
+  toggle(preview, entry.preview !== "" && !repeated && !entry.fileChange);
   const output = part(node, "output", () => h("details", { class: "output" }, h("summary", {}, "Output"), h("pre", {})));
   const text = entry.output.length > OUTPUT_TAIL ? `…\n${entry.output.slice(-OUTPUT_TAIL)}` : entry.output;
   setText(output.querySelector("pre")!, text);
@@ -108,7 +135,8 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   const effect = part(node, "effect", () => h("div", { class: "effect" }));
   setText(effect, entry.effectStatus && entry.effectStatus !== "none" ? `effect: ${entry.effectStatus}` : entry.effectStatus === "none" ? "effect: none (it never ran)" : "");
   toggle(effect, Boolean(entry.effectStatus));
-  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.error}|${features.perCallDecisions}|${features.editReview}` : "";
+  fileChangePart(entry, node);
+  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}` : "";
   const old = node.querySelector<HTMLElement>(":scope > .approval");
   if ((old?.getAttribute("data-key") ?? "") !== key) {
     old?.remove();

@@ -2,7 +2,7 @@
 import type { ApprovalAnswer } from "../approvals";
 import { composePrompt } from "../chat/attachments";
 import type { Attachment, FromWebview, ToWebview } from "../chat/messages";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, emptyState, fromHistory, type ChatState, type ToolEntry } from "../chat/state";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, decideCall, emptyState, fromHistory, type ChatState, type ToolEntry } from "../chat/state";
 import type { Decision } from "../protocol";
 import { h, setText, toggle } from "./dom";
 import { drawEntry, type CardFeatures } from "./entries";
@@ -25,8 +25,6 @@ const chips = $<HTMLElement>("attachments");
 let state: ChatState = emptyState();
 let features: CardFeatures = { perCallDecisions: false, editReview: false };
 let attachments: Attachment[] = [];
-/** Per-call choices of a cycle being answered call by call. */
-const choices = new Map<string, Record<string, { decision: Decision; feedback?: string }>>();
 const nodes = new Map<string, HTMLElement>();
 let scheduled = false;
 
@@ -66,7 +64,12 @@ function drawComposer(): void {
   toggle(stopButton, running);
   setText($("turn-state"), running ? "working…" : "");
   const u = state.lastUsage;
-  setText($("usage"), u ? `last turn: ${u.promptTokens ?? 0} in · ${u.completionTokens ?? 0} out tokens` : "");
+  const c = state.context;
+  const usage = [
+    c && c.window > 0 ? `context ${Math.round((100 * c.tokens) / c.window)}% of ${Math.round(c.window / 1000)}k${c.estimated ? " (estimated)" : ""}` : "",
+    u ? `last turn: ${u.promptTokens ?? 0} in · ${u.completionTokens ?? 0} out tokens` : "",
+  ].filter(Boolean);
+  setText($("usage"), usage.join(" · "));
   chips.replaceChildren(...attachments.map((a, i) => h("span", { class: "chip", title: a.text }, a.label, h("button", { class: "link", "data-remove": String(i), title: "Remove" }, "×"))));
 }
 
@@ -81,11 +84,11 @@ function receive(message: ToWebview): void {
   switch (message.type) {
     case "reset":
       state = message.sessionId ? fromHistory(message.sessionId, message.title, message.items, message.running) : emptyState();
-      choices.clear();
       break;
     case "event": state = applyEvent(state, message.event); break;
-    case "approval": state = applyApproval(state, message.cycle); break;
-    case "approvalCleared": state = clearCycle(state, message.cycleId, message.decision); choices.delete(message.cycleId); break;
+    case "approval": state = applyApproval(state, message.cycle, features.perCallDecisions); break;
+    case "approvalCleared": state = clearCycle(state, message.cycleId, message.decision, message.calls); break;
+    case "callDecided": state = decideCall(state, message.cycleId, message.callId, message.decision); break;
     case "attach": attachments.push(message.attachment); input.focus(); break;
     case "sent": state = addUserMessage(state, message.text, message.queued); if (!message.queued) state.turnId ??= "(starting)"; break;
     case "sendFailed": input.value ||= message.text; showBanner(message.message, true); break;
@@ -118,20 +121,12 @@ function answer(button: HTMLElement, action: string): void {
   const cycleId = card.approval.cycleId;
   const feedback = panel.querySelector<HTMLInputElement>(".feedback")?.value.trim() || undefined;
   const decision: Decision = action === "always" ? "always" : action === "deny" ? "deny" : "approve";
-  const callIds = state.cycles[cycleId] ?? [];
-  if (!features.perCallDecisions || action === "approveAll" || callIds.length < 2) {
-    const whole: ApprovalAnswer = { decision, ...(feedback ? { feedback } : {}) };
-    post({ type: "answer", cycleId, answer: whole });
+  if (card.approval.split && action !== "approveAll") {
+    post({ type: "decideCall", cycleId, callId: card.callId, decision, ...(feedback ? { feedback } : {}) });
     return;
   }
-  const picked = choices.get(cycleId) ?? {};
-  picked[card.callId] = { decision, ...(feedback ? { feedback } : {}) };
-  choices.set(cycleId, picked);
-  card.decision = `${decision === "deny" ? "deny" : decision} (pending the rest)`;
-  if (callIds.every((id) => picked[id])) {
-    post({ type: "answer", cycleId, answer: { decision: "deny", calls: picked } });
-  }
-  schedule();
+  const whole: ApprovalAnswer = { decision, ...(feedback ? { feedback } : {}) };
+  post({ type: "answer", cycleId, answer: whole });
 }
 
 document.addEventListener("click", (event) => {

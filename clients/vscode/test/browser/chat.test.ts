@@ -119,4 +119,42 @@ describe("chat webview", () => {
     expect((await posted()).filter((m) => m.type === "send")).toEqual([{ type: "send", text: "next question" }]);
     await page.screenshot({ path: path.join(ARTIFACTS, "chat-error.png") });
   });
+
+  it("an edit batch decided call by call: diff on the card, Review, per-call Approve and Deny", async () => {
+    const sessionId = recording.sessionId;
+    const base = { sessionId, turnId: "t2" };
+    const diff = "--- /w/app.py\n+++ /w/app.py\n@@ -1,3 +1,3 @@\n def greet():\n-    return 'hi'\n+    return 'hello'\n \n";
+    const items = [
+      { callId: "e1", tool: "edit_file", header: "⚙ edit_file: app.py (1 edit)", preview: diff, needsApproval: true, approvalLabel: "edit_file", fileChange: { path: "/w/app.py", kind: "modify" as const, unifiedDiff: diff } },
+      { callId: "w1", tool: "write_file", header: "⚙ write_file (write): NOTES.md (12 chars)", preview: "--- /dev/null\n+++ NOTES.md\n@@ -0,0 +1 @@\n+notes here", needsApproval: true, approvalLabel: "write_file", fileChange: { path: "/w/NOTES.md", kind: "create" as const, unifiedDiff: "--- /dev/null\n+++ /w/NOTES.md\n@@ -0,0 +1 @@\n+notes here\n" } },
+    ];
+    await send([{ type: "features", perCallDecisions: true, editReview: true }, reset(), { type: "sent", text: "rename the greeting and take notes", queued: false },
+      ...items.map((item): ToWebview => ({ type: "event", event: { method: "item/started", params: { ...base, itemId: item.callId, item: { type: "toolCall", id: item.callId, callId: item.callId, tool: item.tool, header: item.header, preview: item.preview, needsApproval: true, status: "pending", isError: false, fileChange: item.fileChange } } } })),
+      { type: "approval", cycle: { ...base, cycleId: "k2", items } },
+      { type: "event", event: { method: "session/usage", params: { sessionId, contextTokens: 7400, contextWindow: 32768 } } }]);
+    const cards = page.locator(".entry.tool");
+    await cards.nth(1).locator(".approval button[data-action=approve]").waitFor();
+    expect(await cards.nth(0).locator(".file-change .kind").innerText()).toBe("modify");
+    expect(await cards.nth(0).locator("pre.diff .add").innerText()).toBe("+    return 'hello'");
+    expect(await cards.nth(0).locator("pre.diff .del").innerText()).toBe("-    return 'hi'");
+    expect(await page.locator("#usage").innerText()).toContain("context 23% of 33k");
+    await page.screenshot({ path: path.join(ARTIFACTS, "chat-edit-review.png") });
+
+    await cards.nth(0).locator("button[data-action=review]").click();
+    await cards.nth(0).locator("button[data-action=approve]").click();
+    await cards.nth(1).locator(".feedback").fill("no notes file");
+    await cards.nth(1).locator("button[data-action=deny]").click();
+    const sent = (await posted()).filter((m) => m.type === "review" || m.type === "decideCall");
+    expect(sent).toEqual([
+      { type: "review", callId: "e1" },
+      { type: "decideCall", cycleId: "k2", callId: "e1", decision: "approve" },
+      { type: "decideCall", cycleId: "k2", callId: "w1", decision: "deny", feedback: "no notes file" },
+    ]);
+    await send([{ type: "callDecided", cycleId: "k2", callId: "e1", decision: "approve" },
+      { type: "approvalCleared", cycleId: "k2", reason: "answered", decision: "deny", calls: { e1: "approve", w1: "deny" } }]);
+    await page.waitForFunction(() => document.querySelectorAll(".approval").length === 0);
+    expect(await cards.nth(0).locator(".status").innerText()).toBe("pending · approved");
+    expect(await cards.nth(1).locator(".status").innerText()).toBe("pending · denied");
+    expect(problems).toEqual([]);
+  });
 });

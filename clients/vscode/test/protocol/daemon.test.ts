@@ -2,9 +2,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ApprovalBroker } from "../../src/approvals";
+import { ApprovalBroker, splittable } from "../../src/approvals";
 import { applyApproval, applyEvent, clearCycle, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
-import { TurnstonedClient } from "../../src/client";
+import { daemonFeatures, TurnstonedClient } from "../../src/client";
 import { rpcError } from "../../src/connection";
 import type { ToWebview } from "../../src/chat/messages";
 import type { ApprovalRequestParams } from "../../src/protocol";
@@ -63,6 +63,7 @@ describe("the client against the real daemon", () => {
         chat = applyApproval(chat, c.cycle);
         page.push({ type: "approval", cycle: c.cycle });
       } else {
+        if (c.kind !== "cleared") return;
         chat = clearCycle(chat, c.cycleId, c.decision);
         page.push({ type: "approvalCleared", cycleId: c.cycleId, reason: c.reason, ...(c.decision ? { decision: c.decision } : {}) });
       }
@@ -161,6 +162,50 @@ describe("the client against the real daemon", () => {
     const second = await client.startTurn(sessionId, "second");
     expect(second).toEqual({ turnId: first.turnId, queued: true });
     await log.wait("turn/completed", () => true, 15000);
+  });
+
+  it("edit proposals: read while pending, decided call by call, refused after; context usage", async () => {
+    const { client, log, broker, dir } = await setup([
+      { toolCalls: [["r1", "read_file", JSON.stringify({ path: "old.txt" })]] },
+      { toolCalls: [
+        ["w1", "write_file", JSON.stringify({ path: "new.txt", content: "brand new\n" })],
+        ["e1", "edit_file", JSON.stringify({ path: "old.txt", old_string: "two", new_string: "TWO" })],
+      ] },
+      { text: "Wrote one, skipped the other." },
+    ]);
+    fs.writeFileSync(path.join(dir, "old.txt"), "one\ntwo\nthree\n");
+    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true });
+    const sessionId = await client.startSession({ cwd: dir, workspace: dir });
+    const asked = nextApproval(broker);
+    await client.startTurn(sessionId, "edit files");
+    const cycle = await asked;
+    expect(cycle.atomic ?? false).toBe(false);
+    expect(splittable(cycle, true)).toBe(true);
+    const changes = Object.fromEntries(cycle.items.map((i) => [i.callId, i.fileChange]));
+    expect(changes.w1).toMatchObject({ path: path.join(fs.realpathSync(dir), "new.txt"), kind: "create" });
+    expect(changes.e1).toMatchObject({ kind: "modify", unifiedDiff: expect.stringContaining("+TWO") });
+
+    // What the diff editor shows: both sides of each proposal, read while pending.
+    expect(await client.readFileChange(sessionId, "e1")).toMatchObject({ oldText: "one\ntwo\nthree\n", newText: "one\nTWO\nthree\n" });
+    expect(await client.readFileChange(sessionId, "w1")).toMatchObject({ oldText: "", newText: "brand new\n" });
+
+    const resolvedLater = log.wait("approval/resolved");
+    expect(broker.decideCall(cycle.cycleId, "w1", "approve")).toBe(true);
+    expect(broker.pending()).toHaveLength(1);
+    expect(broker.decideCall(cycle.cycleId, "e1", "deny", "leave old.txt alone")).toBe(true);
+    expect(broker.pending()).toHaveLength(0);
+    expect((await resolvedLater).params.calls).toEqual({ w1: "approve", e1: "deny" });
+    await log.wait("turn/completed");
+    expect(fs.readFileSync(path.join(dir, "new.txt"), "utf8")).toBe("brand new\n");
+    expect(fs.readFileSync(path.join(dir, "old.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+    const denied = log.of("item/completed").map((p) => p.item).find((i) => i.type === "toolCall" && i.callId === "e1");
+    expect(denied && denied.type === "toolCall" ? [denied.status, denied.output] : []).toEqual(["declined", expect.stringContaining("leave old.txt alone")]);
+
+    const late = await client.readFileChange(sessionId, "e1").then(() => null, (e: unknown) => rpcError(e));
+    expect(late?.kind).toBe(ErrorKind.FILE_CHANGE_NOT_PENDING);
+    const usage = log.of("session/usage");
+    expect(usage.length).toBeGreaterThanOrEqual(3);
+    expect(usage[0]!.contextWindow).toBeGreaterThan(0);
   });
 
   it("protocol errors carry their kind", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApprovalBroker, gatedItems, toResponse, type ApprovalChange } from "../../src/approvals";
+import { ApprovalBroker, gatedItems, splittable, toResponse, type ApprovalChange } from "../../src/approvals";
 import type { CancelToken } from "../../src/connection";
 import type { ApprovalRequestParams } from "../../src/protocol";
 
@@ -62,5 +62,39 @@ describe("ApprovalBroker", () => {
   it("sends feedback only when there is some; lists only the gated calls", () => {
     expect(toResponse({ decision: "approve", feedback: "   " })).toEqual({ decision: "approve" });
     expect(gatedItems(cycle("k")).map((i) => i.callId)).toEqual(["k-a"]);
+  });
+
+  it("decides calls one by one and answers once every asked-about call is decided", async () => {
+    const broker = new ApprovalBroker();
+    const two: ApprovalRequestParams = { ...cycle("k"), items: [
+      { callId: "w", tool: "write_file", header: "write", needsApproval: true, approvalLabel: "write_file" },
+      { callId: "e", tool: "edit_file", header: "edit", needsApproval: true, approvalLabel: "edit_file" },
+      { callId: "r", tool: "read_file", header: "read", needsApproval: false, approvalLabel: "read_file" },
+    ] };
+    const changes: ApprovalChange[] = [];
+    broker.onChange((c) => changes.push(c));
+    const response = broker.handle(two);
+    expect(splittable(two, true)).toBe(true);
+    expect(splittable({ ...two, atomic: true }, true)).toBe(false);
+    expect(splittable(two, false)).toBe(false);
+    broker.decideCall("k", "w", "approve");
+    expect(broker.pending()).toHaveLength(1);
+    broker.decideCall("k", "e", "deny", " not this one ");
+    expect(await response).toEqual({ decision: "deny", calls: { w: { decision: "approve" }, e: { decision: "deny", feedback: "not this one" } } });
+    expect(changes.map((c) => c.kind)).toEqual(["added", "callDecided", "callDecided", "cleared"]);
+    expect(changes[3]).toMatchObject({ calls: { w: "approve", e: "deny" } });
+    expect(broker.decideCall("k", "w", "approve")).toBe(false);
+  });
+
+  it("all calls decided alike answer with that decision", async () => {
+    const broker = new ApprovalBroker();
+    const two: ApprovalRequestParams = { ...cycle("k"), items: [
+      { callId: "a", tool: "bash", header: "a", needsApproval: true, approvalLabel: "bash" },
+      { callId: "b", tool: "bash", header: "b", needsApproval: true, approvalLabel: "bash" },
+    ] };
+    const response = broker.handle(two);
+    broker.decideCall("k", "a", "approve");
+    broker.decideCall("k", "b", "approve");
+    expect((await response).decision).toBe("approve");
   });
 });

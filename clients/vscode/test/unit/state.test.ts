@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, decideCall, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
 import type { DaemonEvent } from "../../src/client";
 import type { ToolCallItem } from "../../src/protocol";
 
@@ -36,7 +36,7 @@ describe("chat state", () => {
     const state = run([{ method: "item/started", params: { ...base, itemId: "c1", item: tool("pending") } }]);
     applyApproval(state, { ...base, cycleId: "k1", items: [{ callId: "c1", tool: "bash", header: "bash: make", needsApproval: true, approvalLabel: "bash" }] });
     const card = state.entries[0] as ToolEntry;
-    expect(card.approval).toEqual({ cycleId: "k1", label: "bash", siblings: 0, lead: true });
+    expect(card.approval).toEqual({ cycleId: "k1", label: "bash", siblings: 0, lead: true, split: false });
     run([
       { method: "approval/resolved", params: { ...base, cycleId: "k1", callIds: ["c1"], decision: "approve" } },
       { method: "item/toolCall/outputDelta", params: { ...base, itemId: "c1", callId: "c1", chunk: "line 1\n" } },
@@ -79,5 +79,25 @@ describe("chat state", () => {
     ]);
     expect(state.entries.map((e) => e.kind)).toEqual(["user", "reasoning", "tool", "notice", "agent"]);
     expect(state.entries.every((e) => !("done" in e) || e.done)).toBe(true);
+  });
+
+  it("split cycles: each call its own buttons, its own decision word; file changes ride on the card", () => {
+    const fileChange = { path: "/w/a.txt", kind: "modify" as const, unifiedDiff: "@@ -1 +1 @@\n-a\n+b\n" };
+    const state = applyApproval(emptyState(S), { ...base, cycleId: "k", items: [
+      { callId: "a", tool: "edit_file", header: "edit a", needsApproval: true, approvalLabel: "edit_file", fileChange },
+      { callId: "b", tool: "bash", header: "bash: x", needsApproval: true, approvalLabel: "bash" },
+    ] }, true);
+    const [a, b] = state.entries as ToolEntry[];
+    expect([a!.approval?.split, b!.approval?.split, a!.fileChange]).toEqual([true, true, fileChange]);
+    decideCall(state, "k", "a", "approve");
+    expect([a!.approval, a!.decision]).toEqual([null, "approved; waiting for the other calls"]);
+    expect(b!.approval).not.toBeNull();
+    run([{ method: "approval/resolved", params: { ...base, cycleId: "k", callIds: ["a", "b"], decision: "deny", calls: { a: "approve", b: "deny" } } }], state);
+    expect([a!.decision, b!.decision, b!.approval]).toEqual(["approved", "denied", null]);
+  });
+
+  it("keeps the context fill from session/usage", () => {
+    const state = run([{ method: "session/usage", params: { sessionId: S, contextTokens: 3000, contextWindow: 32768 } }]);
+    expect(state.context).toEqual({ tokens: 3000, window: 32768, estimated: false });
   });
 });
