@@ -32,7 +32,7 @@ for m in node-pty @vscode/spdlog kerberos native-watchdog @vscode/deviceid @parc
     [[ -d "$mods/$m" ]] || continue
     (cd "$mods/$m" && node "$gyp" rebuild --nodedir="$nodedir" >&2)
 done
-for a in "$cs/node_modules/argon2" "$mods/argon2"; do
+for a in "$root/node_modules/argon2" "$cs/node_modules/argon2" "$mods/argon2"; do
     [[ -d "$a" ]] || continue
     (cd "$a" && node "$gyp" rebuild --nodedir="$nodedir" --module_name=argon2 \
         --module_path="$PWD/lib/binding/napi-v3" --napi_build_version=3 >&2)
@@ -41,5 +41,7 @@ for rgdir in "$mods/@vscode/ripgrep"; do
     mkdir -p "$rgdir/bin" && cp "$(command -v rg)" "$rgdir/bin/rg"
 done
 ln -sfn node_modules "$cs/lib/vscode/node_modules.asar"
+ln -sfn code-linux.sh "$cs/lib/vscode/bin/remote-cli/code-server"
+ln -sfn browser-linux.sh "$cs/lib/vscode/bin/helpers/browser.sh"
 touch "$root/.installed"
 echo "$entry"

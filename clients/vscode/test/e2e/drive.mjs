@@ -1,0 +1,127 @@
+// Drives the workbench of code-server in headless Chromium through what a new user does:
+// open the chat, ask for an edit, review it in the diff editor, approve, see the file change,
+// interrupt a long command, reload the window and find the session again.
+// Usage: node drive.mjs WORKBENCH_URL PROJECT_DIR ARTIFACT_DIR
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { chromium } from "playwright-core";
+
+const [url, project, artifacts] = process.argv.slice(2);
+const TIMEOUT = 30_000;
+fs.mkdirSync(artifacts, { recursive: true });
+const shots = [];
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+page.setDefaultTimeout(TIMEOUT);
+
+async function shot(name, what) {
+  const file = path.join(artifacts, `${name}.png`);
+  await page.screenshot({ path: file });
+  shots.push(`${name}.png: ${what}`);
+  console.log(`screenshot ${name}.png: ${what}`);
+}
+
+/** The chat webview's document (VS Code nests it in two iframes). */
+function chat() {
+  return page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
+}
+
+async function until(what, check, ms = TIMEOUT) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+async function openChat() {
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+  const item = page.locator('.activitybar .action-item a[aria-label^="turnstoned"]').first();
+  await item.waitFor();
+  if ((await item.getAttribute("aria-expanded")) !== "true") await item.click();
+  await page.mouse.move(900, 500); // no hover tooltip over the chat in the screenshots
+  await chat().locator("#input").waitFor();
+}
+
+async function ask(text) {
+  await chat().locator("#input").fill(text);
+  await chat().locator("#input").press("Enter");
+}
+
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  await page.locator(".quick-input-widget input").fill(`>${title}`);
+  await page.locator(`.quick-input-list .monaco-list-row[aria-label*="${title}"]`).first().click();
+}
+
+try {
+  // 1. The chat opens and the daemon is up (the status bar names the model).
+  await page.goto(url);
+  await openChat();
+  await page.locator('.statusbar-item:has-text("scripted")').first().waitFor();
+  await shot("e2e-01-chat-open", "the turnstoned chat view, the daemon running with the model from settings (status bar)");
+
+  // 2. Ask for an edit: the card shows the proposed diff and waits for approval.
+  await ask("Change the greeting in app.py to say hello");
+  const review = chat().locator(".approval button[data-action=review]");
+  await review.waitFor();
+  await shot("e2e-02-edit-approval", "the edit_file card: proposed diff, Review / Approve / Always / Deny");
+
+  // 3. Review opens VS Code's diff editor; approve from its title bar.
+  await review.click();
+  await page.locator(".monaco-diff-editor").first().waitFor();
+  const approveAction = page.locator('.editor-actions .action-label[aria-label="Approve This Edit"]').first();
+  await approveAction.waitFor();
+  await shot("e2e-03-diff-review", "the proposal in the native diff editor, Approve / Deny in its title bar");
+  await approveAction.click();
+  const file = path.join(project, "app.py");
+  await until("app.py to change", () => fs.readFileSync(file, "utf8").includes("return 'hello'"));
+  await chat().locator(".entry.agent:not(.streaming) .code").waitFor();
+  await until("the diff editor to close", async () => (await page.locator(".monaco-diff-editor").count()) === 0, 10_000);
+  await page.keyboard.press("Control+P");
+  await page.locator(".quick-input-widget input").fill("app.py");
+  await page.locator(".quick-input-list .monaco-list-row").first().click();
+  await page.locator('.view-lines:has-text("hello")').first().waitFor();
+  await shot("e2e-04-file-changed", "approved: app.py changed on disk (open in the editor), the answer with a code block");
+
+  // 4. A long command: approve, watch its live output, interrupt it.
+  await ask("Run the slow build");
+  await chat().locator(".approval button[data-action=approve]").click();
+  await chat().locator('.entry.tool.status-running details.output pre:has-text("step 2")').waitFor();
+  await shot("e2e-05-long-command", "the bash card streaming live output; Stop is offered");
+  await chat().locator("#stop").click();
+  await chat().locator('.entry.notice:has-text("Interrupted.")').waitFor();
+  await chat().locator('.entry.tool.status-cancelled').waitFor();
+  await shot("e2e-06-interrupted", "interrupted: the command was cancelled and the turn ended");
+
+  // 5. Reload the window: the session comes back with its history, and goes on.
+  await page.reload();
+  await openChat();
+  await chat().locator('.entry.user:has-text("Change the greeting")').waitFor();
+  await chat().locator(".entry.tool").first().waitFor();
+  const sessionsHeader = page.locator('.pane-header:has-text("Sessions")').first();
+  if ((await sessionsHeader.getAttribute("aria-expanded")) === "false") await sessionsHeader.click();
+  await page.locator('.monaco-list-row:has-text("Change the greeting")').first().waitFor();
+  await shot("e2e-07-after-reload", "after a window reload: the session resumed with its history; the Sessions tree lists it");
+  await ask("Thanks!");
+  await chat().locator('.entry.agent:has-text("You\'re welcome")').waitFor();
+  await shot("e2e-08-resumed-turn", "a new turn in the resumed session");
+
+  // 6. MCP servers at a glance (none configured here: the pick offers a refresh).
+  await runCommand("turnstoned: MCP Servers");
+  await page.locator('.quick-input-list .monaco-list-row:has-text("Refresh all servers")').waitFor();
+  await shot("e2e-09-mcp", "the MCP servers quick pick");
+  await page.keyboard.press("Escape");
+} catch (err) {
+  await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
+  console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
+if (!process.exitCode) console.log(`all steps passed; ${shots.length} screenshots in ${artifacts}`);
