@@ -53,9 +53,15 @@ for _ in $(seq 1 150); do [[ -s "$work/model.url" ]] && break; sleep 0.1; done
 base_url=$(head -n 1 "$work/model.url")
 [[ -n "$base_url" ]] || { echo "the scripted model did not start" >&2; exit 1; }
 
+# One MCP server (the repository's test server), passed with the extra-arguments setting.
+cat > "$work/mcp.json" <<JSON
+{"mcpServers": {"everything": {"command": "$python", "args": ["-I", "$repo/tests/mcp_servers/everything.py"]}}}
+JSON
+
 cat > "$work/user/User/settings.json" <<JSON
 {
   "turnstoned.command": "$daemon",
+  "turnstoned.args": ["--mcp-config", "$work/mcp.json"],
   "turnstoned.baseUrl": "$base_url",
   "turnstoned.model": "scripted",
   "turnstoned.trace.server": "messages",

@@ -63,8 +63,8 @@ try {
   // 1. The chat opens and the daemon is up (the status bar names the model).
   await page.goto(url);
   await openChat();
-  await page.locator('.statusbar-item:has-text("scripted")').first().waitFor();
-  await shot("e2e-01-chat-open", "the turnstoned chat view, the daemon running with the model from settings (status bar)");
+  await page.locator('.statusbar-item:has-text("scripted · MCP 1/1")').first().waitFor();
+  await shot("e2e-01-chat-open", "the turnstoned chat view; the status bar: daemon up, the model from settings, 1 of 1 MCP servers connected");
 
   // 2. Ask for an edit: the card shows the proposed diff and waits for approval.
   await ask("Change the greeting in app.py to say hello");
@@ -112,11 +112,16 @@ try {
   await chat().locator('.entry.agent:has-text("You\'re welcome")').waitFor();
   await shot("e2e-08-resumed-turn", "a new turn in the resumed session");
 
-  // 6. MCP servers at a glance (none configured here: the pick offers a refresh).
+  // 6. MCP servers at a glance; picking one refreshes it. (The reload restarted the daemon:
+  // its server connects again in the background, and the status bar says when.)
+  await page.locator('.statusbar-item:has-text("MCP 1/1")').first().waitFor();
   await runCommand("turnstoned: MCP Servers");
-  await page.locator('.quick-input-list .monaco-list-row:has-text("Refresh all servers")').waitFor();
-  await shot("e2e-09-mcp", "the MCP servers quick pick");
-  await page.keyboard.press("Escape");
+  const server = page.locator('.quick-input-list .monaco-list-row:has-text("everything")').first();
+  await server.waitFor();
+  if (!/connected · \d+ tools, \d+ resources?, \d+ prompts?/.test(await server.innerText())) throw new Error(`MCP row: ${await server.innerText()}`);
+  await shot("e2e-09-mcp", "the MCP servers quick pick: status and tool/resource/prompt counts");
+  await server.click();
+  await page.locator('.notifications-toasts:has-text("everything: unchanged")').first().waitFor();
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
