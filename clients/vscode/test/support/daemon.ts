@@ -36,9 +36,9 @@ export interface ModelServer {
 }
 
 /** Start the scripted model with these replies (see test/support/scripted_model.py). */
-export async function startModel(replies: unknown[], dir: string): Promise<ModelServer> {
+export async function startModel(replies: unknown[], dir: string, extra: Record<string, unknown> = {}): Promise<ModelServer> {
   const script = path.join(dir, "script.json");
-  fs.writeFileSync(script, JSON.stringify(replies));
+  fs.writeFileSync(script, JSON.stringify({ replies, ...extra }));
   const child = spawn(PYTHON, ["-I", path.join(__dirname, "scripted_model.py"), script], { stdio: ["pipe", "pipe", "inherit"] });
   const baseUrl = await firstLine(child, 15000);
   return { baseUrl, stop: () => child.stdin!.end() };
@@ -54,19 +54,22 @@ export interface RunningDaemon {
 
 /** Start `python -I -m turnstoned` with its home in `home`, initialized like languageclient does. */
 export async function startDaemon(env: Record<string, string>, home: string): Promise<RunningDaemon> {
-  const child = spawn(PYTHON, ["-I", "-m", "turnstoned"], {
-    cwd: REPO,
-    env: { ...process.env, TURNSTONED_HOME: home, TURNSTONED_CONFIG: "", ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  return connectDaemon(PYTHON, ["-I", "-m", "turnstoned"], { ...process.env, TURNSTONED_HOME: home, TURNSTONED_CONFIG: "", ...env } as Record<string, string>, REPO);
+}
+
+/** Spawn a daemon command and open an initialized vscode-jsonrpc connection to it. */
+export async function connectDaemon(command: string, args: string[], env: Record<string, string>, cwd: string, onStderr?: (chunk: string) => void, onExit?: (code: number | null, signal: string | null) => void): Promise<RunningDaemon> {
+  const child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.setEncoding("utf8");
-  child.stderr!.on("data", (chunk: string) => (stderr += chunk));
+  child.stderr!.on("data", (chunk: string) => { stderr += chunk; onStderr?.(chunk); });
+  if (onExit) child.on("exit", onExit);
   const raw = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
   raw.listen();
-  await raw.sendRequest("initialize", { processId: process.pid, rootUri: null, capabilities: {} });
-  await raw.sendNotification("initialized", {});
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  const died = exited.then(() => { throw new Error(`the daemon exited with ${child.exitCode ?? child.signalCode} before answering initialize`); });
+  await Promise.race([raw.sendRequest("initialize", { processId: process.pid, rootUri: null, capabilities: {} }), died]);
+  await raw.sendNotification("initialized", {});
   return {
     connection: raw as unknown as Connection,
     raw,
