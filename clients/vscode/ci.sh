@@ -17,4 +17,10 @@ node esbuild.mjs
 npx vitest run
 npx vitest run --config vitest.browser.mts
 npx vsce package --no-dependencies --skip-license --allow-missing-repository -o dist/turnstoned.vsix
+echo "clients/vscode: install, type check, unit, protocol and browser tests, .vsix: $((SECONDS - start)) s"
+
+# The extension in a real VS Code (code-server), unless told not to.
+if [[ ${TURNSTONED_SKIP_CODE_SERVER:-0} != 1 ]]; then
+    test/e2e-code-server.sh
+fi
 echo "clients/vscode: checks passed in $((SECONDS - start)) s"

@@ -41,7 +41,34 @@ class TreeProvider implements vscode.TreeDataProvider<TreeNode> {
   }
 }
 
-function startLanguageClient(output: vscode.LogOutputChannel, launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> {
+/**
+ * What vscode-languageclient writes its protocol trace to. It traces only while that channel's
+ * log level is Trace; this view of the output channel reports Trace exactly when the
+ * `turnstoned.trace.server` setting is not "off", so the setting alone turns the trace on.
+ */
+function traceChannel(output: vscode.LogOutputChannel, context: vscode.ExtensionContext): vscode.LogOutputChannel {
+  const level = () => (vscode.workspace.getConfiguration(SETTINGS_SECTION).get("trace.server") === "off" ? vscode.LogLevel.Info : vscode.LogLevel.Trace);
+  const changed = new vscode.EventEmitter<vscode.LogLevel>();
+  context.subscriptions.push(changed, vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration(`${SETTINGS_SECTION}.trace.server`)) changed.fire(level());
+  }));
+  const view: Partial<vscode.LogOutputChannel> = {
+    name: output.name,
+    get logLevel() { return level(); },
+    onDidChangeLogLevel: changed.event,
+    trace: (message: string) => output.info(`[trace] ${message}`),
+    debug: (message: string) => output.debug(message),
+    info: (message: string) => output.info(message),
+    warn: (message: string) => output.warn(message),
+    error: (message: string | Error) => output.error(message),
+    append: (value: string) => output.append(value),
+    appendLine: (value: string) => output.appendLine(value),
+    show: () => output.show(true),
+  };
+  return view as vscode.LogOutputChannel;
+}
+
+function startLanguageClient(output: vscode.LogOutputChannel, trace: vscode.LogOutputChannel, launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> {
   const serverOptions = async () => {
     const child = spawn(launch.command, launch.args, { env: launch.env, cwd: cwd ?? process.cwd(), stdio: "pipe" });
     child.on("exit", (code, signal) => hooks.onExit(code, signal));
@@ -51,7 +78,7 @@ function startLanguageClient(output: vscode.LogOutputChannel, launch: Launch, cw
   const client = new LanguageClient("turnstoned", "turnstoned", serverOptions, {
     documentSelector: [],
     outputChannel: output,
-    traceOutputChannel: output,
+    traceOutputChannel: trace,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     stdioOptions: {
       stdout: () => undefined,
@@ -116,6 +143,7 @@ function chatView(context: vscode.ExtensionContext, provider: ChatViewProvider):
 
 export function createHost(context: vscode.ExtensionContext): Host {
   const output = vscode.window.createOutputChannel("turnstoned", { log: true });
+  const trace = traceChannel(output, context);
   const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   status.show();
   context.subscriptions.push(output, status);
@@ -151,7 +179,7 @@ export function createHost(context: vscode.ExtensionContext): Host {
     openSettings: (query) => void vscode.commands.executeCommand("workbench.action.openSettings", query),
     setStatus: (text, tooltip, command) => { status.text = text; status.tooltip = tooltip; status.command = command; },
     setContext: (key, value) => void vscode.commands.executeCommand("setContext", key, value),
-    startDaemon: (launch, cwd, hooks) => startLanguageClient(output, launch, cwd, hooks),
+    startDaemon: (launch, cwd, hooks) => startLanguageClient(output, trace, launch, cwd, hooks),
     registerCommand: (id, run) => context.subscriptions.push(vscode.commands.registerCommand(id, run)),
     registerChatView: (provider) => chatView(context, provider),
     registerTree: (viewId, roots) => {

@@ -89,15 +89,27 @@ try {
   await page.locator('.view-lines:has-text("hello")').first().waitFor();
   await shot("e2e-04-file-changed", "approved: app.py changed on disk (open in the editor), the answer with a code block");
 
+  // Put the selection (with its path and line range) into the next prompt.
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("Shift+ArrowDown");
+  await page.keyboard.press("Shift+ArrowDown");
+  await runCommand("turnstoned: Add Selection to Chat");
+  const chip = chat().locator("#attachments .chip");
+  await chip.waitFor();
+  if (!(await chip.innerText()).startsWith("app.py:1-2")) throw new Error(`chip: ${await chip.innerText()}`);
+  await shot("e2e-05-add-selection", "Add Selection to Chat: lines 1-2 of app.py wait as a chip for the next prompt");
+  await chip.locator("button").click();
+
   // 4. A long command: approve, watch its live output, interrupt it.
   await ask("Run the slow build");
   await chat().locator(".approval button[data-action=approve]").click();
   await chat().locator('.entry.tool.status-running details.output pre:has-text("step 2")').waitFor();
-  await shot("e2e-05-long-command", "the bash card streaming live output; Stop is offered");
+  await shot("e2e-06-long-command", "the bash card streaming live output; Stop is offered");
   await chat().locator("#stop").click();
   await chat().locator('.entry.notice:has-text("Interrupted.")').waitFor();
   await chat().locator('.entry.tool.status-cancelled').waitFor();
-  await shot("e2e-06-interrupted", "interrupted: the command was cancelled and the turn ended");
+  await shot("e2e-07-interrupted", "interrupted: the command was cancelled and the turn ended");
 
   // 5. Reload the window: the session comes back with its history, and goes on.
   await page.reload();
@@ -107,10 +119,18 @@ try {
   const sessionsHeader = page.locator('.pane-header:has-text("Sessions")').first();
   if ((await sessionsHeader.getAttribute("aria-expanded")) === "false") await sessionsHeader.click();
   await page.locator('.monaco-list-row:has-text("Change the greeting")').first().waitFor();
-  await shot("e2e-07-after-reload", "after a window reload: the session resumed with its history; the Sessions tree lists it");
+  await shot("e2e-08-after-reload", "after a window reload: the session resumed with its history; the Sessions tree lists it");
   await ask("Thanks!");
   await chat().locator('.entry.agent:has-text("You\'re welcome")').waitFor();
-  await shot("e2e-08-resumed-turn", "a new turn in the resumed session");
+  await shot("e2e-09-resumed-turn", "a new turn in the resumed session");
+
+  // The protocol trace in the output channel (turnstoned.trace.server is "messages" here).
+  await runCommand("turnstoned: Show Output");
+  await page.locator('.output-view .view-lines:has-text("daemon ready")').first().waitFor().catch(() => undefined);
+  await page.locator('.panel input[placeholder="Filter"]').first().fill("turn/start");
+  await page.locator(`.output-view .view-lines:has-text("Sending request 'turn/start")`).first().waitFor();
+  await shot("e2e-10-output-trace", "the turnstoned output channel: the daemon's log and the JSON-RPC trace");
+  await page.keyboard.press("Escape");
 
   // 6. MCP servers at a glance; picking one refreshes it. (The reload restarted the daemon:
   // its server connects again in the background, and the status bar says when.)
@@ -119,7 +139,7 @@ try {
   const server = page.locator('.quick-input-list .monaco-list-row:has-text("everything")').first();
   await server.waitFor();
   if (!/connected · \d+ tools, \d+ resources?, \d+ prompts?/.test(await server.innerText())) throw new Error(`MCP row: ${await server.innerText()}`);
-  await shot("e2e-09-mcp", "the MCP servers quick pick: status and tool/resource/prompt counts");
+  await shot("e2e-11-mcp", "the MCP servers quick pick: status and tool/resource/prompt counts");
   await server.click();
   await page.locator('.notifications-toasts:has-text("everything: unchanged")').first().waitFor();
 } catch (err) {

@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from tests.fakes.model_server import Response, ScriptedModel, hang, text, tool_calls  # noqa: E402
+from tests.fakes.model_server import Response, ScriptedModel, hang, text, tool_calls
 
 
 def reply(step: dict[str, Any]) -> Response:
