@@ -73,7 +73,7 @@ export function startApp(host: Host): App {
 
   const commands: Record<string, (...args: unknown[]) => unknown> = {
     "turnstoned.newChat": () => chat.newChat(),
-    "turnstoned.openChat": () => chat.redraw(),
+    "turnstoned.openChat": () => chat.reveal(),
     "turnstoned.interrupt": () => chat.interrupt(),
     "turnstoned.restart": () => daemon.restart(),
     "turnstoned.showOutput": () => host.showOutput(),
@@ -143,6 +143,12 @@ export function startApp(host: Host): App {
 
   host.onSettingsChanged((affects) => {
     if (!RESTART_KEYS.some(affects)) return;
+    // A daemon that is not running has nothing to lose: start it with the new settings (the
+    // usual fix after "not found"). A running one may be in the middle of a turn: ask.
+    if (daemon.status.state === "stopped") {
+      void daemon.restart();
+      return;
+    }
     void host.info("turnstoned settings changed. Restart the daemon to apply them?", "Restart").then((choice) => {
       if (choice === "Restart") void daemon.restart();
     });

@@ -48,6 +48,11 @@ export class ChatController {
     return this.sessionId;
   }
 
+  /** Bring the chat view into sight (it loads, and so redraws itself, if it was not yet). */
+  async reveal(): Promise<void> {
+    await this.view?.reveal();
+  }
+
   attachView(view: ChatView): void {
     this.view = view;
   }

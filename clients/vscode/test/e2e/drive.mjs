@@ -41,10 +41,8 @@ async function until(what, check, ms = TIMEOUT) {
 
 async function openChat() {
   await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-  const item = page.locator('.activitybar .action-item a[aria-label^="turnstoned"]').first();
-  await item.waitFor();
-  if ((await item.getAttribute("aria-expanded")) !== "true") await item.click();
-  await page.mouse.move(900, 500); // no hover tooltip over the chat in the screenshots
+  await page.locator('.activitybar .action-item a[aria-label^="turnstoned"]').first().waitFor();
+  await runCommand("turnstoned: Open Chat");
   await chat().locator("#input").waitFor();
 }
 
@@ -54,9 +52,19 @@ async function ask(text) {
 }
 
 async function runCommand(title) {
-  await page.keyboard.press("F1");
-  await page.locator(".quick-input-widget input").fill(`>${title}`);
-  await page.locator(`.quick-input-list .monaco-list-row[aria-label*="${title}"]`).first().click();
+  await page.mouse.move(900, 500); // no hover tooltip left over the chat in screenshots
+  const row = page.locator(`.quick-input-list .monaco-list-row[aria-label*="${title}"]`).first();
+  // Right after a (re)load the palette may open before the extension's commands are known.
+  await until(`the command ${title}`, async () => {
+    await page.keyboard.press("F1");
+    await page.locator(".quick-input-widget input").fill(`>${title}`);
+    if (await row.isVisible({ timeout: 1000 }).catch(() => false)) return true;
+    await row.waitFor({ timeout: 2000 }).catch(() => undefined);
+    if (await row.isVisible()) return true;
+    await page.keyboard.press("Escape");
+    return false;
+  });
+  await row.click();
 }
 
 try {

@@ -140,6 +140,12 @@ describe("the extension against the real daemon", () => {
     expect(error.detail).toContain("pip install -e .");
     expect(error.actions).toEqual(["Restart", "Open Settings", "Show Output"]);
     expect(host.status.text).toBe("$(error) turnstoned");
+
+    // Fixing the setting starts the daemon at once: nothing was running, so nothing to ask.
+    const model = await withModel([]);
+    host.changeSettings({ command: DAEMON, baseUrl: model.baseUrl });
+    await host.until("the daemon", () => host.status.text.includes("scripted"));
+    expect(host.shown.filter((s) => s.kind === "info")).toEqual([]);
   });
 
   it("a daemon that exits: the message carries its stderr tail", async () => {

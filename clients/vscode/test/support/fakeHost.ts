@@ -69,8 +69,19 @@ export class FakeHost implements Host {
     this.chatProvider?.onMessage(message);
   }
 
+  private settingsListeners: ((affects: (key: keyof Settings) => boolean) => void)[] = [];
+
+  /** The user edits settings.json. */
+  changeSettings(change: Partial<Settings>): void {
+    this.settingsValue = { ...this.settingsValue, ...change };
+    for (const l of this.settingsListeners) l((key) => key in change);
+  }
+
   settings = () => this.settingsValue;
-  onSettingsChanged = () => ({ dispose: () => undefined });
+  onSettingsChanged = (listener: (affects: (key: keyof Settings) => boolean) => void) => {
+    this.settingsListeners.push(listener);
+    return { dispose: () => undefined };
+  };
   secret = async (key: string) => this.secrets.get(key);
   storeSecret = async (key: string, value: string | undefined) => { if (value) this.secrets.set(key, value); else this.secrets.delete(key); };
   memento = <T>(key: string) => this.mementos.get(key) as T | undefined;
