@@ -111,6 +111,18 @@ export function startApp(host: Host): App {
       void host.info(`MCP: ${describeChanges((await client.mcpRefresh()).changes)}`);
       await daemon.refreshHealth();
     },
+    "turnstoned.mcpRevokeTrust": async () => {
+      const client = await daemon.ready();
+      const folder = host.activeFolder();
+      if (!client || !folder) return;
+      try {
+        const result = await client.mcpTrust({ workspace: folder.path, trusted: false });
+        void host.info(`MCP: ${result.configPath} is no longer trusted; its servers were stopped.`);
+      } catch (err) {
+        void host.warn(`MCP: ${rpcError(err).message}`);
+      }
+      await daemon.refreshHealth();
+    },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {
       const id = sessionArg(arg);

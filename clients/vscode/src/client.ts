@@ -10,6 +10,10 @@ import type {
   FileChangeReadResult,
   McpServerInfo,
   McpServerRefreshResult,
+  McpServerTrustParams,
+  McpServerTrustResult,
+  McpTrustRequestParams,
+  McpTrustResponse,
   SessionInfo,
   SessionResumeResult,
   SessionStartParams,
@@ -55,12 +59,14 @@ export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevisio
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
+export type TrustHandler = (params: McpTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
 
 export class TurnstonedClient {
   private readonly conn: TypedConnection;
   private readonly events = new Emitter<DaemonEvent>();
   private readonly subscriptions: Disposable[] = [];
   private approvalHandler: ApprovalHandler = async () => ({ decision: "deny", feedback: "No one is there to approve." });
+  private trustHandler: TrustHandler = async () => ({ decision: "dismiss" });
 
   /** Every forwarded notification, in arrival order. */
   readonly onEvent = this.events.event;
@@ -74,7 +80,18 @@ export class TurnstonedClient {
     }
     this.subscriptions.push(
       this.conn.serve(Method.itemToolRequestApproval, (params, token) => this.approvalHandler(params, token)),
+      this.conn.serve(Method.mcpServerRequestTrust, (params, token) => this.trustHandler(params, token)),
     );
+  }
+
+  /** Who answers `mcpServer/requestTrust` (the default trusts nothing). */
+  setTrustHandler(handler: TrustHandler): void {
+    this.trustHandler = handler;
+  }
+
+  /** Trust (start) or revoke a project's `.mcp.json` servers. */
+  mcpTrust(params: McpServerTrustParams): Promise<McpServerTrustResult> {
+    return this.conn.request(Method.mcpServerTrust, params);
   }
 
   /** Who answers `item/tool/requestApproval` (the default denies). */

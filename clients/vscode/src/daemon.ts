@@ -4,7 +4,8 @@ import { TurnstonedClient, type DaemonEvent } from "./client";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail, type Problem } from "./launch";
-import type { DaemonHealthResult } from "./protocol";
+import { trustDecision, trustPrompt } from "./mcp";
+import type { DaemonHealthResult, McpTrustRequestParams, McpTrustResponse } from "./protocol";
 
 /** The SecretStorage key of the model server's API key. */
 export const API_KEY_SECRET = "turnstoned.apiKey";
@@ -62,6 +63,7 @@ export class Daemon {
       });
       const client = new TurnstonedClient(this.handle.connection);
       client.setApprovalHandler((params, token) => this.broker.handle(params, token));
+      client.setTrustHandler((params) => this.askTrust(params));
       client.onEvent((event) => {
         if (event.method === "approval/resolved") this.broker.resolved(event.params);
         this.events.fire(event);
@@ -77,6 +79,14 @@ export class Daemon {
       await this.stopHandle();
       return this.fail(daemonStopped(launch.command, {}, this.tail.text() || reason));
     }
+  }
+
+  /** A project's .mcp.json asks to run: a modal with exactly what would run. */
+  private async askTrust(request: McpTrustRequestParams): Promise<McpTrustResponse> {
+    const prompt = trustPrompt(request);
+    const answer = trustDecision(await this.host.modal(prompt.message, prompt.detail, ...prompt.actions));
+    this.host.log(`MCP config ${request.configPath} (${request.hash.slice(0, 12)}): ${answer.decision}`);
+    return answer;
   }
 
   private fail(problem: Problem): null {

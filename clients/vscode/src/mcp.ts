@@ -1,6 +1,6 @@
 /** MCP servers at a glance: quick-pick rows and refresh summaries. */
 import type { PickItem } from "./host";
-import type { McpChange, McpServerInfo } from "./protocol";
+import type { McpChange, McpServerInfo, McpServerPreview, McpTrustRequestParams, McpTrustResponse } from "./protocol";
 
 const ICON: Record<string, string> = { connected: "$(pass-filled)", connecting: "$(sync~spin)", failed: "$(error)", disabled: "$(circle-slash)", untrusted: "$(shield)" };
 
@@ -51,4 +51,44 @@ export function describeChanges(changes: McpChange[]): string {
 export function mcpSummary(servers: { servers?: number; connected?: number }): string {
   const total = servers.servers ?? 0;
   return total ? `MCP ${servers.connected ?? 0}/${total}` : "";
+}
+
+/** A word as a shell would need it quoted, so the modal shows the exact command line. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+function previewLines(server: McpServerPreview): string[] {
+  const lines = [`● ${server.name} (${server.transport ?? "unknown transport"})`];
+  if (server.command) lines.push(`    runs: ${[server.command, ...(server.args ?? [])].map(shellWord).join(" ")}`);
+  if (server.url) lines.push(`    connects to: ${server.url}`);
+  if (server.cwd) lines.push(`    in: ${server.cwd}`);
+  if (server.env?.length) lines.push(`    sets in its environment: ${server.env.join(", ")}`);
+  if (server.variables?.length) lines.push(`    receives the values of your environment variables: ${server.variables.join(", ")}`);
+  if (server.problem) lines.push(`    will not run: ${server.problem}`);
+  return lines;
+}
+
+export const TRUST = "Trust and Start";
+export const DONT_TRUST = "Don't Trust";
+
+/** The modal for `mcpServer/requestTrust`: every command, URL and variable, exactly as written. */
+export function trustPrompt(request: McpTrustRequestParams): { message: string; detail: string; actions: string[] } {
+  const n = request.servers.length;
+  const message = request.previouslyTrusted
+    ? `${request.configPath} changed since you trusted it. Start its ${n === 1 ? "MCP server" : `${n} MCP servers`}?`
+    : `This project's ${request.configPath} wants to start ${n === 1 ? "an MCP server" : `${n} MCP servers`}. Trust it?`;
+  const detail = [
+    ...request.servers.flatMap(previewLines),
+    "",
+    "They run with your permissions. Trust only a file you have read; any change to it asks again.",
+    `(content hash ${request.hash.slice(0, 12)}…)`,
+  ].join("\n");
+  // The first action is the dialog's default (Enter): make that the safe one.
+  return { message, detail, actions: [DONT_TRUST, TRUST] };
+}
+
+/** The user's choice as the daemon's answer: closing the dialog decides nothing for good. */
+export function trustDecision(choice: string | undefined): McpTrustResponse {
+  return { decision: choice === TRUST ? "trust" : choice === DONT_TRUST ? "deny" : "dismiss" };
 }

@@ -35,6 +35,10 @@ trap cleanup EXIT
 # The project the user works on.
 mkdir -p "$work/project" "$work/home" "$work/user/User" "$work/extensions" "$work/config"
 printf 'def greet():\n    return %s\n\n\nprint(greet())\n' "'hi'" > "$work/project/app.py"
+# A project MCP config: the extension must ask, showing the exact command, before it runs.
+cat > "$work/project/.mcp.json" <<JSON
+{"mcpServers": {"project-tools": {"command": "$python", "args": ["-I", "$repo/tests/mcp_servers/everything.py", "--name", "project-tools"], "env": {"API_TOKEN": "\${PROJECT_TOKEN}"}}}}
+JSON
 
 # The model's side of the conversation, one reply per model call.
 cat > "$work/script.json" <<'JSON'
@@ -78,7 +82,8 @@ JSON
 
 port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cs_env=(env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u TURNSTONED_MODEL -u TURNSTONED_CONFIG
-    XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/config" VSCODE_CLI=1 TURNSTONED_HOME="$work/home")
+    XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/config" VSCODE_CLI=1 TURNSTONED_HOME="$work/home"
+    PROJECT_TOKEN=e2e-project-token)
 cs_args=(--auth none --disable-telemetry --disable-update-check --disable-workspace-trust --user-data-dir "$work/user" --extensions-dir "$work/extensions")
 "${cs_env[@]}" node "$entry" "${cs_args[@]}" --install-extension "$ext/dist/turnstoned.vsix"
 "${cs_env[@]}" node "$entry" "${cs_args[@]}" --bind-addr "127.0.0.1:$port" "$work/project" > "$work/code-server.log" 2>&1 &

@@ -74,18 +74,28 @@ try {
   await page.locator('.statusbar-item:has-text("scripted · MCP 1/1")').first().waitFor();
   await shot("e2e-01-chat-open", "the turnstoned chat view; the status bar: daemon up, the model from settings, 1 of 1 MCP servers connected");
 
-  // 2. Ask for an edit: the card shows the proposed diff and waits for approval.
+  // 2. Ask for an edit. The first session in this folder finds its .mcp.json: a modal shows
+  // exactly what would run before anything does.
   await ask("Change the greeting in app.py to say hello");
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor();
+  const said = await dialog.innerText();
+  for (const part of ["project-tools", "everything.py --name project-tools", "PROJECT_TOKEN", "Trust and Start"]) {
+    if (!said.includes(part)) throw new Error(`the trust dialog does not show ${part}: ${said}`);
+  }
+  await shot("e2e-02-mcp-trust", "the project's .mcp.json asks first: a modal with the exact command and the variables it would read");
+  await dialog.locator('.monaco-button:has-text("Trust and Start")').click();
+  await page.locator('.statusbar-item:has-text("MCP 2/2")').first().waitFor();
   const review = chat().locator(".approval button[data-action=review]");
   await review.waitFor();
-  await shot("e2e-02-edit-approval", "the edit_file card: proposed diff, Review / Approve / Always / Deny");
+  await shot("e2e-03-edit-approval", "the edit_file card: proposed diff, Review / Approve / Always / Deny");
 
   // 3. Review opens VS Code's diff editor; approve from its title bar.
   await review.click();
   await page.locator(".monaco-diff-editor").first().waitFor();
   const approveAction = page.locator('.editor-actions .action-label[aria-label="Approve This Edit"]').first();
   await approveAction.waitFor();
-  await shot("e2e-03-diff-review", "the proposal in the native diff editor, Approve / Deny in its title bar");
+  await shot("e2e-04-diff-review", "the proposal in the native diff editor, Approve / Deny in its title bar");
   await approveAction.click();
   const file = path.join(project, "app.py");
   await until("app.py to change", () => fs.readFileSync(file, "utf8").includes("return 'hello'"));
@@ -95,7 +105,7 @@ try {
   await page.locator(".quick-input-widget input").fill("app.py");
   await page.locator(".quick-input-list .monaco-list-row").first().click();
   await page.locator('.view-lines:has-text("hello")').first().waitFor();
-  await shot("e2e-04-file-changed", "approved: app.py changed on disk (open in the editor), the answer with a code block");
+  await shot("e2e-05-file-changed", "approved: app.py changed on disk (open in the editor), the answer with a code block");
 
   // Put the selection (with its path and line range) into the next prompt.
   await page.locator(".monaco-editor .view-lines").first().click();
@@ -106,18 +116,18 @@ try {
   const chip = chat().locator("#attachments .chip");
   await chip.waitFor();
   if (!(await chip.innerText()).startsWith("app.py:1-2")) throw new Error(`chip: ${await chip.innerText()}`);
-  await shot("e2e-05-add-selection", "Add Selection to Chat: lines 1-2 of app.py wait as a chip for the next prompt");
+  await shot("e2e-06-add-selection", "Add Selection to Chat: lines 1-2 of app.py wait as a chip for the next prompt");
   await chip.locator("button").click();
 
   // 4. A long command: approve, watch its live output, interrupt it.
   await ask("Run the slow build");
   await chat().locator(".approval button[data-action=approve]").click();
   await chat().locator('.entry.tool.status-running details.output pre:has-text("step 2")').waitFor();
-  await shot("e2e-06-long-command", "the bash card streaming live output; Stop is offered");
+  await shot("e2e-07-long-command", "the bash card streaming live output; Stop is offered");
   await chat().locator("#stop").click();
   await chat().locator('.entry.notice:has-text("Interrupted.")').waitFor();
   await chat().locator('.entry.tool.status-cancelled').waitFor();
-  await shot("e2e-07-interrupted", "interrupted: the command was cancelled and the turn ended");
+  await shot("e2e-08-interrupted", "interrupted: the command was cancelled and the turn ended");
 
   // 5. Reload the window: the session comes back with its history, and goes on.
   await page.reload();
@@ -127,29 +137,29 @@ try {
   const sessionsHeader = page.locator('.pane-header:has-text("Sessions")').first();
   if ((await sessionsHeader.getAttribute("aria-expanded")) === "false") await sessionsHeader.click();
   await page.locator('.monaco-list-row:has-text("Change the greeting")').first().waitFor();
-  await shot("e2e-08-after-reload", "after a window reload: the session resumed with its history; the Sessions tree lists it");
+  await shot("e2e-09-after-reload", "after a window reload: the session resumed with its history; the Sessions tree lists it");
   await ask("Thanks!");
   await chat().locator('.entry.agent:has-text("You\'re welcome")').waitFor();
-  await shot("e2e-09-resumed-turn", "a new turn in the resumed session");
+  await shot("e2e-10-resumed-turn", "a new turn in the resumed session");
 
   // The protocol trace in the output channel (turnstoned.trace.server is "messages" here).
   await runCommand("turnstoned: Show Output");
   await page.locator('.output-view .view-lines:has-text("daemon ready")').first().waitFor().catch(() => undefined);
   await page.locator('.panel input[placeholder="Filter"]').first().fill("turn/start");
   await page.locator(`.output-view .view-lines:has-text("Sending request 'turn/start")`).first().waitFor();
-  await shot("e2e-10-output-trace", "the turnstoned output channel: the daemon's log and the JSON-RPC trace");
+  await shot("e2e-11-output-trace", "the turnstoned output channel: the daemon's log and the JSON-RPC trace");
   await page.keyboard.press("Escape");
 
   // 6. MCP servers at a glance; picking one refreshes it. (The reload restarted the daemon:
   // its server connects again in the background, and the status bar says when.)
-  await page.locator('.statusbar-item:has-text("MCP 1/1")').first().waitFor();
+  await page.locator('.statusbar-item:has-text("MCP 2/2")').first().waitFor();
   await runCommand("turnstoned: MCP Servers");
-  const server = page.locator('.quick-input-list .monaco-list-row:has-text("everything")').first();
+  const server = page.locator('.quick-input-list .monaco-list-row:has-text("project-tools")').first();
   await server.waitFor();
   if (!/connected · \d+ tools, \d+ resources?, \d+ prompts?/.test(await server.innerText())) throw new Error(`MCP row: ${await server.innerText()}`);
-  await shot("e2e-11-mcp", "the MCP servers quick pick: status and tool/resource/prompt counts");
+  await shot("e2e-12-mcp", "the MCP servers quick pick: status and tool/resource/prompt counts");
   await server.click();
-  await page.locator('.notifications-toasts:has-text("everything: unchanged")').first().waitFor();
+  await page.locator('.notifications-toasts:has-text("project-tools: unchanged")').first().waitFor();
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);

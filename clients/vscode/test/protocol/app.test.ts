@@ -131,6 +131,31 @@ describe("the extension against the real daemon", () => {
     expect(JSON.parse(fs.readFileSync(requests, "utf8").split("\n")[0]!)).toEqual({ model: "scripted", authorization: "Bearer sk-from-secret-storage" });
   });
 
+  it("a project's .mcp.json: a modal with the exact command; trusted, its server starts; revoked, it stops", { timeout: 60000 }, async () => {
+    const everything = path.join(REPO, "tests/mcp_servers/everything.py");
+    fs.writeFileSync(path.join(work, ".mcp.json"), JSON.stringify({ mcpServers: { proj: { command: PYTHON, args: [everything, "--name", "proj"], env: { TOKEN: "${TS_SECRET}" } } } }));
+    process.env.TS_SECRET = "the user's secret";
+    cleanups.push(() => delete process.env.TS_SECRET);
+    const model = await withModel([{ text: "hi" }]);
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: work });
+    host.respond = (s) => (s.kind === "modal" ? "Trust and Start" : undefined);
+    launch(host);
+    await host.until("ready", () => host.status.text.includes("scripted"));
+    host.fromPage({ type: "ready" });
+    host.fromPage({ type: "send", text: "hi" });
+    await host.until("the trust question", () => host.shown.some((s) => s.kind === "modal"));
+    const modal = host.shown.find((s) => s.kind === "modal")!;
+    expect(modal.message).toBe(`This project's ${fs.realpathSync(work)}/.mcp.json wants to start an MCP server. Trust it?`);
+    expect(modal.detail).toContain(`runs: ${PYTHON} ${everything} --name proj`);
+    expect(modal.detail).toContain("receives the values of your environment variables: TS_SECRET");
+    await host.until("the server to connect", () => host.status.text.includes("MCP 1/1"), 30000);
+
+    host.respond = () => undefined;
+    await host.run("turnstoned.mcpRevokeTrust");
+    await host.until("the revoke message", () => host.shown.some((s) => s.kind === "info" && s.message.includes("no longer trusted")));
+    await host.until("the server to stop", () => host.status.text.includes("MCP 0/1"));
+  });
+
   it("a missing daemon: says how to install it", async () => {
     const host = new FakeHost(settings({ command: path.join(dir, "no-such-turnstoned") }), { name: "work", path: work });
     launch(host);

@@ -7,7 +7,7 @@ import { attachment, composePrompt } from "../../src/chat/attachments";
 import { errorHint } from "../../src/chat/hints";
 import { chatHtml, contentSecurityPolicy, makeNonce } from "../../src/chat/html";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail } from "../../src/launch";
-import { describeChanges, mcpPickItems, mcpSummary } from "../../src/mcp";
+import { describeChanges, DONT_TRUST, mcpPickItems, mcpSummary, TRUST, trustDecision, trustPrompt } from "../../src/mcp";
 import { parseProposalUri, proposalUri } from "../../src/review";
 import { ago, sessionNodes } from "../../src/sessions";
 import { readSettings } from "../../src/settings";
@@ -123,6 +123,31 @@ describe("MCP", () => {
     expect(describeChanges([{ server: "fs", added: ["a", "b"], removed: ["c"] }, { server: "gh", error: "down" }, { server: "x" }])).toBe("fs: +2 (a, b), −1 (c); gh: down; x: unchanged");
     expect(mcpSummary({ servers: 3, connected: 2 })).toBe("MCP 2/3");
     expect(mcpSummary({})).toBe("");
+  });
+});
+
+describe("MCP project-config trust", () => {
+  it("shows every command, URL and variable exactly as written", () => {
+    const prompt = trustPrompt({
+      workspace: "/src/app", configPath: "/src/app/.mcp.json", hash: "3b1f00aa11bb22cc33dd",
+      servers: [
+        { name: "db", transport: "stdio", command: "npx", args: ["-y", "db-mcp", "--token", "${DB_TOKEN}", "it's"], cwd: "/src/app", env: ["DB_URL"], variables: ["DATABASE_URL", "DB_TOKEN"] },
+        { name: "web", transport: "http", url: "https://mcp.example/${TENANT}", variables: ["TENANT"], problem: "unsupported header" },
+      ],
+    });
+    expect(prompt.message).toBe("This project's /src/app/.mcp.json wants to start 2 MCP servers. Trust it?");
+    expect(prompt.detail).toContain("runs: npx -y db-mcp --token '${DB_TOKEN}' 'it'\\''s'");
+    expect(prompt.detail).toContain("receives the values of your environment variables: DATABASE_URL, DB_TOKEN");
+    expect(prompt.detail).toContain("sets in its environment: DB_URL");
+    expect(prompt.detail).toContain("connects to: https://mcp.example/${TENANT}");
+    expect(prompt.detail).toContain("will not run: unsupported header");
+    expect(prompt.actions).toEqual([DONT_TRUST, TRUST]);
+    expect(trustPrompt({ workspace: "/w", configPath: "/w/.mcp.json", hash: "h", servers: [{ name: "a" }], previouslyTrusted: true }).message)
+      .toBe("/w/.mcp.json changed since you trusted it. Start its MCP server?");
+  });
+
+  it("closing the dialog decides nothing for good", () => {
+    expect([trustDecision(TRUST), trustDecision(DONT_TRUST), trustDecision(undefined)].map((d) => d.decision)).toEqual(["trust", "deny", "dismiss"]);
   });
 });
 
