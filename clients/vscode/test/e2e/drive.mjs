@@ -118,6 +118,9 @@ try {
   if (!(await chip.innerText()).startsWith("app.py:1-2")) throw new Error(`chip: ${await chip.innerText()}`);
   await shot("e2e-06-add-selection", "Add Selection to Chat: lines 1-2 of app.py wait as a chip for the next prompt");
   await chip.locator("button").click();
+  await runCommand("turnstoned: Add File to Chat");
+  await chat().locator('#attachments .chip:has-text("app.py")').waitFor();
+  await chat().locator("#attachments .chip button").click();
 
   // 4. A long command: approve, watch its live output, interrupt it.
   await ask("Run the slow build");

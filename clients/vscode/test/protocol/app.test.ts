@@ -86,6 +86,14 @@ describe("the extension against the real daemon", () => {
     const sessions = () => host.trees.get("turnstoned.sessions")!();
     await host.until("the sessions tree", () => sessions()[0]?.label === "● say hello in app.py");
 
+    // Close it from the sessions tree, then reopen it by resuming.
+    const sessionId = sessions()[0]!.id;
+    await host.run("turnstoned.sessions.close", sessions()[0]);
+    await host.until("the closed row", () => sessions()[0]?.contextValue === "session.closed");
+    expect(last(host, "reset")).toMatchObject({ sessionId: null, items: [] });
+    await host.run("turnstoned.sessions.resume", sessionId);
+    expect(last(host, "reset")).toMatchObject({ sessionId, title: "say hello in app.py" });
+
     // A window reload: a new extension host, the same workspace state.
     const reloaded = new FakeHost(host.settingsValue, { name: "work", path: work });
     reloaded.mementos = host.mementos;
