@@ -61,6 +61,10 @@ export class ChatController {
     this.view?.post(message);
   }
 
+  private clearPage(): void {
+    this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
+  }
+
   /** The webview loaded (first time or again): give it everything it shows. */
   async redraw(): Promise<void> {
     const s = this.daemon.status;
@@ -69,7 +73,7 @@ export class ChatController {
     const status = this.daemon.status;
     this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false }) });
     if (!client || !this.sessionId) {
-      this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
+      this.clearPage();
       return;
     }
     await this.resume(this.sessionId, false);
@@ -90,7 +94,7 @@ export class ChatController {
     } catch (err) {
       this.host.log(`session/resume ${sessionId}: ${rpcError(err).message}`);
       this.setSession(null);
-      this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
+      this.clearPage();
       return;
     }
     this.setSession(sessionId);
@@ -109,7 +113,7 @@ export class ChatController {
     }
     this.folder = folder;
     this.setSession(null);
-    this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
+    this.clearPage();
     await this.view?.reveal();
   }
 
@@ -123,7 +127,7 @@ export class ChatController {
   closed(sessionId: string): void {
     if (sessionId !== this.sessionId) return;
     this.setSession(null);
-    this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
+    this.clearPage();
   }
 
   async attach(attachment: Attachment): Promise<void> {
@@ -145,7 +149,8 @@ export class ChatController {
       skipPermissions: settings.skipPermissions,
     });
     this.setSession(sessionId);
-    this.post({ type: "reset", sessionId, title: "", items: [], running: false });
+    // The page keeps what it shows (the message being sent) and learns which session it is.
+    this.post({ type: "session", sessionId });
     return sessionId;
   }
 

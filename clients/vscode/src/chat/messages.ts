@@ -13,6 +13,7 @@ export type DaemonState = "starting" | "ready" | "stopped";
 
 export type ToWebview =
   | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean }
+  | { type: "session"; sessionId: string }
   | { type: "event"; event: DaemonEvent }
   | { type: "approval"; cycle: ApprovalRequestParams }
   | { type: "approvalCleared"; cycleId: string; reason: ClearReason; decision?: string; calls?: Record<string, string> }

@@ -267,8 +267,23 @@ export function decideCall(state: ChatState, cycleId: string, callId: string, de
   return state;
 }
 
-/** The user's own message, added when sent (the daemon echoes it only in history). */
+/** The user's own message, shown as it is sent (the daemon echoes it only in history). */
 export function addUserMessage(state: ChatState, text: string, queued: boolean): ChatState {
   state.entries.push({ kind: "user", id: `user-${++state.seq}`, text, queued });
+  return state;
+}
+
+/** The daemon took the message: say whether it waits for the running turn's next step. */
+export function confirmUserMessage(state: ChatState, text: string, queued: boolean): ChatState {
+  const mine = [...state.entries].reverse().find((e): e is UserEntry => e.kind === "user" && e.text === text);
+  if (!mine) return addUserMessage(state, text, queued);
+  mine.queued = queued;
+  return state;
+}
+
+/** The message did not reach the daemon: take it back out of the transcript. */
+export function dropUserMessage(state: ChatState, text: string): ChatState {
+  const index = state.entries.map((e) => e.kind === "user" && e.text === text).lastIndexOf(true);
+  if (index >= 0) state.entries.splice(index, 1);
   return state;
 }

@@ -2,7 +2,7 @@
 import type { ApprovalAnswer } from "../approvals";
 import { composePrompt } from "../chat/attachments";
 import type { Attachment, FromWebview, ToWebview } from "../chat/messages";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, decideCall, emptyState, fromHistory, type ChatState, type ToolEntry } from "../chat/state";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, type ChatState, type ToolEntry } from "../chat/state";
 import type { Decision } from "../protocol";
 import { h, setText, toggle } from "./dom";
 import { drawEntry, type CardFeatures } from "./entries";
@@ -90,8 +90,14 @@ function receive(message: ToWebview): void {
     case "approvalCleared": state = clearCycle(state, message.cycleId, message.decision, message.calls); break;
     case "callDecided": state = decideCall(state, message.cycleId, message.callId, message.decision); break;
     case "attach": attachments.push(message.attachment); input.focus(); break;
-    case "sent": state = addUserMessage(state, message.text, message.queued); if (!message.queued) state.turnId ??= "(starting)"; break;
-    case "sendFailed": input.value ||= message.text; showBanner(message.message, true); break;
+    case "session": state.sessionId = message.sessionId; break;
+    case "sent": state = confirmUserMessage(state, message.text, message.queued); break;
+    case "sendFailed":
+      state = dropUserMessage(state, message.text);
+      if (state.turnId === STARTING) state.turnId = null;
+      input.value ||= message.text;
+      showBanner(message.message, true);
+      break;
     case "features": features = { perCallDecisions: message.perCallDecisions, editReview: message.editReview }; break;
     case "daemon":
       showBanner(message.state === "ready" ? null : message.message ?? (message.state === "starting" ? "Starting the daemon…" : "The daemon is not running."), message.state === "stopped");
@@ -100,9 +106,16 @@ function receive(message: ToWebview): void {
   schedule();
 }
 
+/** The turn id shown between Send and the daemon's turn/started. */
+const STARTING = "(starting)";
+
 function send(): void {
   const prompt = composePrompt(attachments, input.value);
   if (!prompt) return;
+  // Shown at once, before anything the turn produces; the daemon's answer confirms it.
+  const running = state.turnId !== null;
+  state = addUserMessage(state, prompt, running);
+  if (!running) state.turnId = STARTING;
   post({ type: "send", text: prompt });
   input.value = "";
   attachments = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, decideCall, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
 import type { DaemonEvent } from "../../src/client";
 import type { ToolCallItem } from "../../src/protocol";
 
@@ -99,5 +99,16 @@ describe("chat state", () => {
   it("keeps the context fill from session/usage", () => {
     const state = run([{ method: "session/usage", params: { sessionId: S, contextTokens: 3000, contextWindow: 32768 } }]);
     expect(state.context).toEqual({ tokens: 3000, window: 32768, estimated: false });
+  });
+
+  it("a sent message shows at once; the daemon's answer sets queued; a failed send takes it back", () => {
+    const state = addUserMessage(emptyState(S), "first", false);
+    addUserMessage(state, "second", true);
+    confirmUserMessage(state, "second", false);
+    expect(state.entries.map((e) => e.kind === "user" && [e.text, e.queued])).toEqual([["first", false], ["second", false]]);
+    confirmUserMessage(state, "replayed", true);
+    expect(state.entries[2]).toMatchObject({ text: "replayed", queued: true });
+    dropUserMessage(state, "second");
+    expect(state.entries.map((e) => e.kind === "user" && e.text)).toEqual(["first", "replayed"]);
   });
 });
