@@ -60,7 +60,6 @@ export function startApp(host: Host): App {
   };
   daemon.onState((state) => {
     showStatus();
-    host.setContext("turnstoned.ready", state.state === "ready");
     if (state.state === "ready") void refreshSessions();
   });
   daemon.onEvent((event) => {

@@ -78,13 +78,12 @@ export interface Host {
   pick<T>(items: PickItem<T>[], options: { title: string; placeHolder?: string }): Promise<T | undefined>;
   openSettings(query: string): void;
   setStatus(text: string, tooltip: string, command: string): void;
-  setContext(key: string, value: unknown): void;
 
   startDaemon(launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle>;
   registerCommand(id: string, run: (...args: unknown[]) => unknown): void;
   registerChatView(provider: ChatViewProvider): ChatView;
   registerTree(viewId: string, roots: () => TreeNode[]): { refresh(): void };
-  registerDocuments(scheme: string, provide: (uri: string) => Promise<string>): { changed(uri: string): void };
+  registerDocuments(scheme: string, provide: (uri: string) => Promise<string>): void;
 
   /** The editor's selection (or undefined when nothing is selected). */
   selection(): Excerpt | undefined;
@@ -92,8 +91,8 @@ export interface Host {
   file(uri?: unknown): Promise<Excerpt | undefined>;
   insertAtCursor(text: string): Promise<boolean>;
   copy(text: string): Promise<void>;
-  /** Open VS Code's diff editor: a file on disk against a virtual document. */
-  diff(leftPath: string | null, rightUri: string, title: string): Promise<void>;
+  /** Open VS Code's diff editor on two document URIs. */
+  diff(leftUri: string, rightUri: string, title: string): Promise<void>;
   /** The URI string of the active editor's document (the diff's right side when in a diff). */
   activeUri(): string | undefined;
   closeEditorsOf(uri: string): Promise<void>;

@@ -178,7 +178,6 @@ export function createHost(context: vscode.ExtensionContext): Host {
     },
     openSettings: (query) => void vscode.commands.executeCommand("workbench.action.openSettings", query),
     setStatus: (text, tooltip, command) => { status.text = text; status.tooltip = tooltip; status.command = command; },
-    setContext: (key, value) => void vscode.commands.executeCommand("setContext", key, value),
     startDaemon: (launch, cwd, hooks) => startLanguageClient(output, trace, launch, cwd, hooks),
     registerCommand: (id, run) => context.subscriptions.push(vscode.commands.registerCommand(id, run)),
     registerChatView: (provider) => chatView(context, provider),
@@ -188,12 +187,9 @@ export function createHost(context: vscode.ExtensionContext): Host {
       return provider;
     },
     registerDocuments: (scheme, provide) => {
-      const changed = new vscode.EventEmitter<vscode.Uri>();
       context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(scheme, {
-        onDidChange: changed.event,
         provideTextDocumentContent: (uri) => provide(uri.toString(true)),
       }));
-      return { changed: (uri) => changed.fire(vscode.Uri.parse(uri)) };
     },
     selection: () => {
       const editor = vscode.window.activeTextEditor;
@@ -212,8 +208,7 @@ export function createHost(context: vscode.ExtensionContext): Host {
     },
     copy: async (text) => { await vscode.env.clipboard.writeText(text); },
     diff: async (left, right, title) => {
-      const leftUri = left ? vscode.Uri.parse(left) : vscode.Uri.parse("untitled:empty");
-      await vscode.commands.executeCommand("vscode.diff", leftUri, vscode.Uri.parse(right), title, { preview: false });
+      await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(left), vscode.Uri.parse(right), title, { preview: false });
     },
     activeUri: () => {
       const tab = vscode.window.tabGroups.activeTabGroup.activeTab;

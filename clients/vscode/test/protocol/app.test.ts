@@ -74,7 +74,7 @@ describe("the extension against the real daemon", () => {
     await host.until("the diff editor", () => host.diffs.length === 1);
     const { left, right, title } = host.diffs[0]!;
     const provide = host.documents.get("turnstoned-proposal")!;
-    expect(await provide(left!)).toBe("def greet():\n    return 'hi'\n");
+    expect(await provide(left)).toBe("def greet():\n    return 'hi'\n");
     expect(await provide(right)).toBe("def greet():\n    return 'hello'\n");
     expect(title).toBe("app.py: current ↔ proposed (turnstoned)");
 

@@ -23,7 +23,7 @@ export class FakeHost implements Host {
   shown: Shown[] = [];
   posted: ToWebview[] = [];
   logs: string[] = [];
-  diffs: { left: string | null; right: string; title: string }[] = [];
+  diffs: { left: string; right: string; title: string }[] = [];
   closedEditors: string[] = [];
   status = { text: "", tooltip: "" };
   commands = new Map<string, (...args: unknown[]) => unknown>();
@@ -101,7 +101,6 @@ export class FakeHost implements Host {
   };
   openSettings = () => undefined;
   setStatus = (text: string, tooltip: string) => { this.status = { text, tooltip }; this.changed(); };
-  setContext = () => undefined;
 
   startDaemon = async (launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> => {
     this.launches.push(launch);
@@ -125,13 +124,12 @@ export class FakeHost implements Host {
   };
   registerDocuments = (scheme: string, provide: (uri: string) => Promise<string>) => {
     this.documents.set(scheme, provide);
-    return { changed: () => undefined };
   };
   selection = (): Excerpt | undefined => undefined;
   file = async (): Promise<Excerpt | undefined> => undefined;
   insertAtCursor = async () => false;
   copy = async () => undefined;
-  diff = async (left: string | null, right: string, title: string) => { this.diffs.push({ left, right, title }); this.activeDiff = right; this.changed(); };
+  diff = async (left: string, right: string, title: string) => { this.diffs.push({ left, right, title }); this.activeDiff = right; this.changed(); };
   activeUri = () => this.activeDiff;
   closeEditorsOf = async (uri: string) => { this.closedEditors.push(uri); if (this.activeDiff === uri) this.activeDiff = undefined; this.changed(); };
 
