@@ -19,6 +19,7 @@ export class Daemon {
   private handle: DaemonHandle | null = null;
   private current: TurnstonedClient | null = null;
   private stopping = false;
+  private superseded = false;
   private generation = 0;
   private readonly tail = new StderrTail();
   private readonly states = new Emitter<DaemonState>();
@@ -49,8 +50,8 @@ export class Daemon {
 
   private async start(): Promise<TurnstonedClient | null> {
     const generation = ++this.generation;
-    const settings = this.host.settings();
-    const launch = daemonLaunch(settings, await this.host.secret(API_KEY_SECRET), process.env);
+    const apiKey = await this.host.secret(API_KEY_SECRET);
+    const launch = daemonLaunch(this.host.settings(), apiKey, process.env);
     const program = resolveCommand(launch.command, launch.env, this.host.activeFolder()?.path);
     if (!program) return this.fail(missingDaemon(launch.command));
     this.setState({ state: "starting" });
@@ -92,6 +93,8 @@ export class Daemon {
   private fail(problem: Problem): null {
     this.setState({ state: "stopped", problem });
     this.host.log(`${problem.message}\n${problem.detail}`);
+    // A restart asked for while this start ran (the settings changed) is already on its way.
+    if (this.superseded) return null;
     void this.host.error(problem.message, problem.detail, "Restart", "Open Settings", "Show Output").then((choice) => {
       if (choice === "Restart") void this.restart();
       else if (choice === "Open Settings") this.host.openSettings("turnstoned");
@@ -142,6 +145,12 @@ export class Daemon {
   }
 
   async restart(): Promise<TurnstonedClient | null> {
+    if (this.starting) {
+      // Let the start in flight finish (it may have read the settings just replaced).
+      this.superseded = true;
+      await this.starting;
+      this.superseded = false;
+    }
     await this.stop();
     return this.ready();
   }

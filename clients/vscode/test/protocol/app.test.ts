@@ -181,6 +181,19 @@ describe("the extension against the real daemon", () => {
     expect(host.shown.filter((s) => s.kind === "info")).toEqual([]);
   });
 
+  it("settings that change while the daemon starts: it starts again with them, without an error", async () => {
+    const model = await withModel([]);
+    const host = new FakeHost(settings({ command: "turnstoned-not-installed" }), { name: "work", path: work });
+    let release!: () => void;
+    const slowSecret = new Promise<void>((resolve) => (release = resolve));
+    host.secret = async () => { await slowSecret; return undefined; };
+    launch(host);
+    host.changeSettings({ command: DAEMON, baseUrl: model.baseUrl }); // e.g. settings.json loaded late
+    release();
+    await host.until("the daemon", () => host.status.text.includes("scripted"));
+    expect(host.shown.filter((s) => s.kind === "error")).toEqual([]);
+  });
+
   it("a daemon that exits: the message carries its stderr tail", async () => {
     const script = path.join(dir, "broken-daemon");
     fs.writeFileSync(script, `#!${PYTHON}\nimport sys\nsys.stderr.write("config error: [model] base_url is not a URL\\n")\nsys.exit(3)\n`, { mode: 0o755 });
