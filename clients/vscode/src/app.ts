@@ -45,12 +45,12 @@ export function startApp(host: Host): App {
     }
     tree.refresh();
   };
+  const tree = host.registerTree("turnstoned.sessions", () => sessionNodes(sessions, chat.currentSession));
   const chat = new ChatController(host, daemon, broker, {
     review: (sessionId, callId) => review.open(sessionId, callId),
     sessionsChanged: () => void refreshSessions(),
   });
-  const tree = host.registerTree("turnstoned.sessions", () => sessionNodes(sessions, chat.currentSession));
-  chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m), onResolved: () => undefined }));
+  chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
 
   let context: ContextFill | null = null;

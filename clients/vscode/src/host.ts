@@ -46,9 +46,8 @@ export interface ChatView {
 }
 
 export interface ChatViewProvider {
+  /** A message from the page; a (re)loaded page starts with `ready`. */
   onMessage(message: FromWebview): void;
-  /** The view was (re)created: its page has loaded and sent `ready`, or will soon. */
-  onResolved(): void;
 }
 
 export interface Folder {

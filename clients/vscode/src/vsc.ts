@@ -104,12 +104,11 @@ function startLanguageClient(output: vscode.LogOutputChannel, trace: vscode.LogO
 
 function chatView(context: vscode.ExtensionContext, provider: ChatViewProvider): ChatView {
   let view: vscode.WebviewView | undefined;
+  // Until its page says `ready` nothing is sent: the host redraws everything on `ready`.
   let ready = false;
-  const queue: unknown[] = [];
   const handle: ChatView = {
     post: (message) => {
       if (view && ready) void view.webview.postMessage(message);
-      else if (message.type !== "event") queue.push(message);
     },
     get visible() { return view?.visible ?? false; },
     reveal: async () => { await vscode.commands.executeCommand(`${CHAT_VIEW}.focus`); },
@@ -128,14 +127,10 @@ function chatView(context: vscode.ExtensionContext, provider: ChatViewProvider):
         styleUri: v.webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css")).toString(),
       });
       v.webview.onDidReceiveMessage((message: FromWebview) => {
-        if (message.type === "ready") {
-          ready = true;
-          queue.length = 0;
-        }
+        if (message.type === "ready") ready = true;
         provider.onMessage(message);
       });
       v.onDidDispose(() => { if (view === v) { view = undefined; ready = false; } });
-      provider.onResolved();
     },
   }, { webviewOptions: { retainContextWhenHidden: true } }));
   return handle;
