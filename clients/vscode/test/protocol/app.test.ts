@@ -70,7 +70,8 @@ describe("the extension against the real daemon", () => {
     expect(cycle.items[0]?.fileChange?.kind).toBe("modify");
     expect(last(host, "sent")).toEqual({ type: "sent", text: "say hello in app.py", queued: false });
 
-    host.fromPage({ type: "review", callId: "e1" });
+    const editCall = cycle.items.find((i) => i.tool === "edit_file")!.callId;
+    host.fromPage({ type: "review", callId: editCall });
     await host.until("the diff editor", () => host.diffs.length === 1);
     const { left, right, title } = host.diffs[0]!;
     const provide = host.documents.get("turnstoned-proposal")!;

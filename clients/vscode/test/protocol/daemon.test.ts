@@ -181,27 +181,30 @@ describe("the client against the real daemon", () => {
     const cycle = await asked;
     expect(cycle.atomic ?? false).toBe(false);
     expect(splittable(cycle, true)).toBe(true);
-    const changes = Object.fromEntries(cycle.items.map((i) => [i.callId, i.fileChange]));
-    expect(changes.w1).toMatchObject({ path: path.join(fs.realpathSync(dir), "new.txt"), kind: "create" });
-    expect(changes.e1).toMatchObject({ kind: "modify", unifiedDiff: expect.stringContaining("+TWO") });
+    // Call ids on the wire are the daemon's own (models reuse theirs): find the calls by tool.
+    const byTool = Object.fromEntries(cycle.items.map((i) => [i.tool, i]));
+    const w1 = byTool.write_file!.callId;
+    const e1 = byTool.edit_file!.callId;
+    expect(byTool.write_file!.fileChange).toMatchObject({ path: path.join(fs.realpathSync(dir), "new.txt"), kind: "create" });
+    expect(byTool.edit_file!.fileChange).toMatchObject({ kind: "modify", unifiedDiff: expect.stringContaining("+TWO") });
 
     // What the diff editor shows: both sides of each proposal, read while pending.
-    expect(await client.readFileChange(sessionId, "e1")).toMatchObject({ oldText: "one\ntwo\nthree\n", newText: "one\nTWO\nthree\n" });
-    expect(await client.readFileChange(sessionId, "w1")).toMatchObject({ oldText: "", newText: "brand new\n" });
+    expect(await client.readFileChange(sessionId, e1)).toMatchObject({ oldText: "one\ntwo\nthree\n", newText: "one\nTWO\nthree\n" });
+    expect(await client.readFileChange(sessionId, w1)).toMatchObject({ oldText: "", newText: "brand new\n" });
 
     const resolvedLater = log.wait("approval/resolved");
-    expect(broker.decideCall(cycle.cycleId, "w1", "approve")).toBe(true);
+    expect(broker.decideCall(cycle.cycleId, w1, "approve")).toBe(true);
     expect(broker.pending()).toHaveLength(1);
-    expect(broker.decideCall(cycle.cycleId, "e1", "deny", "leave old.txt alone")).toBe(true);
+    expect(broker.decideCall(cycle.cycleId, e1, "deny", "leave old.txt alone")).toBe(true);
     expect(broker.pending()).toHaveLength(0);
-    expect((await resolvedLater).params.calls).toEqual({ w1: "approve", e1: "deny" });
+    expect((await resolvedLater).params.calls).toEqual({ [w1]: "approve", [e1]: "deny" });
     await log.wait("turn/completed");
     expect(fs.readFileSync(path.join(dir, "new.txt"), "utf8")).toBe("brand new\n");
     expect(fs.readFileSync(path.join(dir, "old.txt"), "utf8")).toBe("one\ntwo\nthree\n");
-    const denied = log.of("item/completed").map((p) => p.item).find((i) => i.type === "toolCall" && i.callId === "e1");
+    const denied = log.of("item/completed").map((p) => p.item).find((i) => i.type === "toolCall" && i.callId === e1);
     expect(denied && denied.type === "toolCall" ? [denied.status, denied.output] : []).toEqual(["declined", expect.stringContaining("leave old.txt alone")]);
 
-    const late = await client.readFileChange(sessionId, "e1").then(() => null, (e: unknown) => rpcError(e));
+    const late = await client.readFileChange(sessionId, e1).then(() => null, (e: unknown) => rpcError(e));
     expect(late?.kind).toBe(ErrorKind.FILE_CHANGE_NOT_PENDING);
     const usage = log.of("session/usage");
     expect(usage.length).toBeGreaterThanOrEqual(3);
