@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from turnstoned.server import create
-from turnstoned.transport import StdioTransport, served_methods
+from turnstoned.transport import Link, served_methods
 
 
 def frames(n: int) -> bytes:
@@ -68,7 +68,7 @@ async def ours(data: bytes, n: int) -> float:
     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     protocol = counting_protocol(n, done)
     t0 = time.perf_counter()
-    link = StdioTransport(protocol, served_methods())
+    link = Link(protocol, served_methods())
     await link.start(os.fdopen(feed(data), "rb", buffering=0))  # the transport closes it
     await done
     elapsed = time.perf_counter() - t0

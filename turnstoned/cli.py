@@ -1,21 +1,28 @@
-"""Command line: ``turnstoned`` (the stdio daemon) and ``turnstoned chat`` (headless)."""
+"""Command line: ``turnstoned`` (the stdio daemon) and its commands.
+
+Only ``os`` and ``sys`` at import: ``turnstoned attach`` and ``turnstoned
+chat`` start in a few tens of milliseconds because each command imports only
+what it uses.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from turnstoned import __version__
-from turnstoned import protocol as p
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Awaitable, Callable
 
-    from turnstoned.client import Client
+ATTACH_HELP = """usage: turnstoned attach [serve options]
+
+Relay stdin and stdout to this user's resident daemon (turnstoned serve),
+starting it with the given options when none is running. What an editor may
+launch instead of the stdio daemon: set the daemon command to `turnstoned` and
+its arguments to `["attach"]`.
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,9 +31,21 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnstoned", description=(
         "Agent daemon for code editors. With no command it serves protocol v1 on stdio."))
     parser.add_argument("--version", action="version", version=f"turnstoned {__version__}")
-    _serve_options(parser)
+    _daemon_options(parser)
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("serve", help="serve JSON-RPC on stdio (the default)")
+    sub.add_parser("stdio", help="serve JSON-RPC on stdio (the default)")
+    serve = sub.add_parser("serve", help="the resident daemon: serve this user's clients on a "
+                                         "Unix socket until idle")
+    _daemon_options(serve, argparse.SUPPRESS)
+    serve.add_argument("--idle-timeout", type=float, metavar="SECONDS", default=None,
+                       help="exit after this long with no client and no turn "
+                            "(default: [daemon] idle_timeout_seconds, 600)")
+    sub.add_parser("attach", help="relay stdio to the resident daemon, starting it if needed "
+                                  "(what an editor may launch)")
+    sub.add_parser("stop", help="stop the resident daemon")
+    doctor = sub.add_parser("doctor", help="check the setup and say how to fix what is wrong")
+    doctor.add_argument("--tool-call", action="store_true",
+                        help="also ask the configured model for a tool call (a real request)")
     chat = sub.add_parser("chat", help="run one turn headless and print it")
     chat.add_argument("prompt", help="what to ask")
     chat.add_argument("--yes", action="store_true", help="approve every tool call")
@@ -36,16 +55,19 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--model", default=None, help="model name for a new session")
     chat.add_argument("--trust-mcp", action="store_true",
                       help="trust the folder's .mcp.json as it is now and start its servers")
+    chat.add_argument("--private", action="store_true",
+                      help="spawn a daemon of its own over stdio instead of using the resident one")
     return parser
 
 
-def _serve_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mcp-config", metavar="FILE", help='an {"mcpServers": {...}} JSON file')
-    parser.add_argument("--tool-search", choices=["auto", "on", "off"],
+def _daemon_options(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    parser.add_argument("--mcp-config", metavar="FILE", default=default,
+                        help='an {"mcpServers": {...}} JSON file')
+    parser.add_argument("--tool-search", choices=["auto", "on", "off"], default=default,
                         help="defer MCP tools behind tool_search (default: [tools] search)")
-    parser.add_argument("--tool-search-threshold", type=int, metavar="N",
+    parser.add_argument("--tool-search-threshold", type=int, metavar="N", default=default,
                         help="auto mode: defer when more than N tools (default 20)")
-    parser.add_argument("--tool-search-max-results", type=int, metavar="N",
+    parser.add_argument("--tool-search-max-results", type=int, metavar="N", default=default,
                         help="tools returned per search (default 5)")
 
 
@@ -63,139 +85,39 @@ def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv == ["serve"]:  # the editor's launch: skip argparse, start serving
+    if not argv or argv == ["stdio"]:  # the editor's launch: skip argparse, start serving
         from turnstoned.server import serve_stdio
 
         return serve_stdio()
+    if argv[0] == "attach":  # an editor's launch too: nothing but the bridge is imported
+        if {"-h", "--help"} & set(argv[1:]):
+            print(ATTACH_HELP, end="")
+            return 0
+        from turnstoned import attach
+
+        return attach.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "chat":
-        try:
-            return asyncio.run(_chat(args, _daemon_flags(argv)))
-        except KeyboardInterrupt:
-            return 130
+        from turnstoned import chat
+
+        return chat.run(args, _daemon_flags(argv))
+    if args.command == "serve":
+        from turnstoned import resident
+
+        resident.main(overrides(args), args.idle_timeout)
+    if args.command == "stop":
+        from turnstoned import resident
+
+        return resident.stop_running()
+    if args.command == "doctor":
+        from turnstoned import doctor
+
+        return doctor.main(args.tool_call)
     from turnstoned.server import serve_stdio
 
     return serve_stdio(overrides(args))
 
 
 def _daemon_flags(argv: list[str]) -> list[str]:
-    """The daemon options given before `chat`, for the daemon it spawns."""
+    """The daemon options given before `chat`, for the daemon it spawns or starts."""
     return argv[: argv.index("chat")]
-
-
-def _ask_terminal(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
-    gated = [i for i in params.items if i.needs_approval]
-    for item in params.items:
-        print(f"\n{item.header}", file=sys.stderr)
-        if item.preview and item.preview != item.header:
-            print(item.preview, file=sys.stderr)
-    labels = sorted({i.approval_label for i in gated})
-    what = labels[0] if len(gated) == 1 else f"{len(gated)} tools ({', '.join(labels)})"
-    print(f"Allow {what}? [y/n/a(lways), optional message] ", end="", file=sys.stderr, flush=True)
-    try:
-        line = sys.stdin.readline() if sys.stdin and not sys.stdin.closed else ""
-    except (OSError, ValueError):
-        line = ""
-    sep = "," if "," in line else " "
-    word, _, feedback = line.strip().partition(sep)
-    word = word.strip().lower()
-    decision: p.Decision = ("always" if word in ("a", "always")
-                            else "approve" if word in ("y", "yes") else "deny")
-    return p.ApprovalResponse(decision=decision, feedback=feedback.strip() or None)
-
-
-def _trust_answer(trust: bool) -> Callable[[p.McpTrustRequestParams],
-                                            Awaitable[p.McpTrustResponse]]:
-    """Answers mcpServer/requestTrust: trust with --trust-mcp, else say how and ask later."""
-    async def answer(params: p.McpTrustRequestParams) -> p.McpTrustResponse:
-        if trust:
-            print(f"trusting {params.config_path}", file=sys.stderr)
-            return p.McpTrustResponse(decision="trust")
-        print(f"{params.config_path} defines MCP servers that were not started:", file=sys.stderr)
-        for s in params.servers:
-            what = s.url or " ".join([s.command or "", *s.args])
-            print(f"  {s.name}: {what}", file=sys.stderr)
-        print("  rerun with --trust-mcp to trust this version of the file", file=sys.stderr)
-        return p.McpTrustResponse(decision="dismiss")
-
-    return answer
-
-
-async def _trust_project(client: Client, folder: str) -> None:
-    """Trust the folder's .mcp.json before the session opens, so its tools are there."""
-    from turnstoned.client import RpcFailure
-
-    params = p.McpServerTrustParams(workspace=folder, trusted=True)
-    try:
-        result = await client.request("mcpServer/trust", params, timeout=None)
-    except RpcFailure as exc:
-        print(f"turnstoned: --trust-mcp: {exc.message}", file=sys.stderr)
-        return
-    states = ", ".join(f"{s['name']} {s['status']}" for s in result["servers"])
-    print(f"trusted {result['configPath']}: {states}", file=sys.stderr)
-
-
-class _Printer:
-    """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines."""
-
-    def __init__(self, as_json: bool) -> None:
-        self.as_json = as_json
-
-    def __call__(self, method: str, params: dict[str, Any]) -> None:
-        if self.as_json:
-            print(json.dumps({"method": method, "params": params}), flush=True)
-            return
-        if method == "item/agentMessage/delta":
-            print(params["delta"], end="", flush=True)
-        elif method == "item/toolCall/outputDelta":
-            print(params["chunk"], end="", file=sys.stderr, flush=True)
-        elif method == "item/started" and params["item"]["type"] == "toolCall":
-            print(f"\n{params['item']['header']}", file=sys.stderr, flush=True)
-        elif method == "item/completed" and params["item"]["type"] == "toolCall":
-            item = params["item"]
-            mark = "✗" if item.get("isError") else "✓"
-            first = (item.get("output") or "").strip().splitlines()[:1]
-            print(f"{mark} {item['tool']} {item['status']}: {first[0][:200] if first else ''}",
-                  file=sys.stderr, flush=True)
-        elif method == "turn/completed":
-            print(flush=True)
-            if params.get("error"):
-                err = params["error"]
-                print(f"turn failed ({err['kind']}): {err['message']}", file=sys.stderr)
-        elif method == "session/notice":
-            print(f"\n[{params['kind']}] {params['text']}", file=sys.stderr, flush=True)
-
-
-async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
-    from turnstoned.client import Client, RpcFailure, daemon_command
-
-    printer = _Printer(args.json)
-    client = await Client.spawn([*daemon_command(), *daemon_flags])
-    try:
-        if args.yes:
-            async def approve(_: p.ApprovalRequestParams) -> p.ApprovalResponse:
-                return p.ApprovalResponse(decision="approve")
-            client.approval_handler = approve
-        else:
-            async def ask(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
-                return await asyncio.to_thread(_ask_terminal, params)
-            client.approval_handler = ask
-        client.trust_handler = _trust_answer(args.trust_mcp)
-        try:
-            if args.trust_mcp and not args.session:
-                await _trust_project(client, os.path.abspath(args.cwd or "."))
-            if args.session:
-                await client.request("session/resume", p.SessionRef(session_id=args.session))
-                sid = args.session
-            else:
-                sid = await client.start_session(cwd=os.path.abspath(args.cwd or "."),
-                                                 model=args.model, skip_permissions=args.yes)
-            if not args.json:
-                print(f"session {sid}", file=sys.stderr)
-            done = await client.run_turn(sid, args.prompt, on_event=printer)
-        except RpcFailure as exc:
-            print(f"turnstoned: {exc.message}", file=sys.stderr)
-            return 2
-        return {"completed": 0, "interrupted": 130}.get(done["status"], 1)
-    finally:
-        await client.close()

@@ -104,6 +104,8 @@ class ModelEntry(_Section):
 class DaemonConfig(_Section):
     # A frame over this size is skipped and answered with an error.
     max_frame_mib: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+    # `turnstoned serve` exits after this long with no client attached and no turn running.
+    idle_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 600.0
 
 
 class Config(_Section):

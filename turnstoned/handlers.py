@@ -22,6 +22,7 @@ import msgspec
 from turnstoned import __version__
 from turnstoned import protocol as p
 from turnstoned.core.errors import EngineError
+from turnstoned.router import CALLER, closed, subscribe, unsubscribe
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine
@@ -90,7 +91,9 @@ async def session_start(get_engine: GetEngine, params: p.SessionStartParams) -> 
     params = msgspec.structs.replace(
         params, cwd=directory_param(params.cwd, "cwd"),
         workspace=directory_param(params.workspace, "workspace"))
-    return p.SessionStartResult(session_id=get_engine().start_session(params).id)
+    session_id = get_engine().start_session(params).id
+    subscribe(session_id)
+    return p.SessionStartResult(session_id=session_id)
 
 
 @handles("session/list")
@@ -101,19 +104,29 @@ async def session_list(get_engine: GetEngine, params: None) -> p.SessionListResu
 @handles("session/resume")
 async def session_resume(get_engine: GetEngine, params: p.SessionRef) -> p.SessionResumeResult:
     session = get_engine().resume(params.session_id)
-    return p.SessionResumeResult(session_id=session.id, session=session.info(),
-                                 items=session.items())
+    result = p.SessionResumeResult(session_id=session.id, session=session.info(),
+                                   items=session.items())
+    subscribe(session.id)  # the live stream from here on, an open approval question included
+    return result
+
+
+@handles("session/unsubscribe")
+async def session_unsubscribe(get_engine: GetEngine, params: p.SessionRef) -> p.Empty:
+    unsubscribe(params.session_id)
+    return p.Empty()
 
 
 @handles("session/close")
 async def session_close(get_engine: GetEngine, params: p.SessionRef) -> p.Empty:
     await get_engine().close_session(params.session_id)
+    closed(params.session_id)
     return p.Empty()
 
 
 @handles("turn/start")
 async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.TurnStartResult:
     turn_id, queued = get_engine().start_turn(params.session_id, [i.text for i in params.input])
+    subscribe(params.session_id)  # whoever drives a turn sees it
     return p.TurnStartResult(turn_id=turn_id, queued=queued)
 
 
@@ -187,12 +200,18 @@ async def skill_list(get_engine: GetEngine, params: p.SkillListParams) -> p.Skil
 async def daemon_health(get_engine: GetEngine, params: None) -> p.DaemonHealthResult:
     """Answers even when the engine could not start: then with the configuration error."""
     try:
-        return get_engine().health()
+        health = get_engine().health()
     except EngineError as exc:
         if exc.code != p.ErrorCode.CONFIG_ERROR:
             raise
-        return p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
-                                    sessions=0, config_error=exc.message, mcp=p.McpHealth())
+        health = p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
+                                      sessions=0, config_error=exc.message, mcp=p.McpHealth())
+    conn = CALLER.get()
+    if conn is None:
+        return health
+    router = conn.router
+    return msgspec.structs.replace(health, clients=len(router.connections),
+                                   resident=router.resident)
 
 
 def _check() -> None:

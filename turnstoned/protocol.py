@@ -19,7 +19,7 @@ PROTOCOL_VERSION = 1
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
 # decisions, session/usage and trust for project MCP configs; "1.2" adds previews
 # (preview/open, preview/read).
-PROTOCOL_REVISION = "1.2"
+PROTOCOL_REVISION = "1.3"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -322,6 +322,10 @@ class DaemonHealthResult(Wire, kw_only=True):
     model: str | None = None
     config_error: str | None = None
     mcp: McpHealth
+    # Connections the daemon is serving (more than one only for `turnstoned serve`).
+    clients: int = 1
+    # The daemon outlives its clients: `turnstoned serve`, reached through `turnstoned attach`.
+    resident: bool = False
 
 
 MemoryScope = Literal["global", "workstream", "user", "coordinator", "project"]
@@ -697,6 +701,8 @@ METHODS: tuple[Method, ...] = (
     _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
     _req("session/resume", SessionRef, SessionResumeResult, "Reopen a session; its history as items."),
     _req("session/close", SessionRef, Empty, "Close a session: its turn and background shells end."),
+    _req("session/unsubscribe", SessionRef, Empty,
+         "Stop receiving a session's notifications and approval requests on this connection."),
     _req("turn/start", TurnStartParams, TurnStartResult,
          "Send user input. Returns at once; a turn already running takes it at its next seam."),
     _req("turn/interrupt", TurnInterruptParams, Empty,

@@ -10,7 +10,6 @@ import os
 import signal
 import sqlite3
 import sys
-import threading
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from lsprotocol import types as lsp
@@ -18,23 +17,32 @@ from pygls.lsp.server import LanguageServer
 
 from turnstoned import __version__, rpc
 from turnstoned import protocol as p
+from turnstoned.framing import DEFAULT_MAX_FRAME
 from turnstoned.handlers import HANDLERS
-from turnstoned.transport import DaemonProtocol, StdioTransport, served_methods
+from turnstoned.router import CALLER, Connection, Router
+from turnstoned.transport import DaemonProtocol, Link, served_methods
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
 
     from turnstoned.config import Config
     from turnstoned.core.engine import Engine
+    from turnstoned.core.events import EventSink
 
 log = logging.getLogger(__name__)
+
+IDLE_TIMEOUT = 600.0  # [daemon] idle_timeout_seconds until the config is read
 
 # Requests that wait for a model discovery under way (a first run: see EngineHolder).
 AFTER_DISCOVERY = frozenset({"turn/start", "daemon/health"})
 
 
 class Daemon(LanguageServer):
+    """The pygls server of one connection (its LSP lifecycle is its own)."""
+
     ready = False
+    hub: Hub
+    conn: Connection
     holder: EngineHolder
     protocol: DaemonProtocol
 
@@ -53,7 +61,7 @@ def _prewarm() -> None:
 class EngineHolder:
     """Builds the engine on first use: config, store and core stay off the cold start."""
 
-    def __init__(self, sink: rpc.PyglsSink, overrides: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, sink: EventSink, overrides: dict[str, dict[str, Any]]) -> None:
         self.sink = sink
         self.overrides = overrides
         self.engine: Engine | None = None
@@ -124,31 +132,106 @@ class EngineHolder:
             raise EngineError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
         return self.engine
 
+    @property
+    def busy(self) -> bool:
+        """A turn is running in some session."""
+        engine = self.engine
+        return engine is not None and any(s.running for s in engine.sessions.values())
 
-def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
+
+class Hub:
+    """What the connections of one daemon process share: the engine and the router.
+
+    ``resident``: the daemon outlives its connections (``turnstoned serve``); a
+    connection's ``shutdown`` then ends only that connection's LSP lifecycle.
+    """
+
+    def __init__(self, overrides: dict[str, dict[str, Any]] | None = None,
+                 resident: bool = False) -> None:
+        self.router = Router(resident)
+        self.holder = EngineHolder(self.router, overrides or {})
+        self.converter = rpc.converter()  # building one costs ~10 ms: shared by connections
+        self.links: set[Link] = set()
+        self.max_frame = DEFAULT_MAX_FRAME
+        self.idle_timeout = IDLE_TIMEOUT  # `turnstoned serve`: see resident._idle
+        self.idle_fixed = False  # given on the command line: the config does not change it
+        self.holder.on_config = self._configured
+        self._warm: asyncio.Task[None] | None = None
+
+    def _configured(self, cfg: Config) -> None:
+        self.max_frame = cfg.daemon.max_frame_mib << 20
+        if not self.idle_fixed:
+            self.idle_timeout = cfg.daemon.idle_timeout_seconds
+        for link in self.links:
+            link.set_max_frame(self.max_frame)
+
+    def open(self) -> tuple[Daemon, Link]:
+        """A connection: its pygls server and the link that reads its frames."""
+        server = create(hub=self)
+        link = Link(server.protocol, served_methods(), self.max_frame)
+        self.links.add(link)
+        return server, link
+
+    def close(self, server: Daemon, link: Link) -> None:
+        """A connection ended: it is asked and told nothing more."""
+        self.links.discard(link)
+        self.router.remove(server.conn)
+
+    def warm(self) -> None:
+        """Once per process: import the model client and tools, and connect to the model
+        server, in the background, so a first turn does not pay for them."""
+        if self._warm is None:
+            self._warm = asyncio.get_running_loop().create_task(self._warm_up(), name="warm")
+
+    async def _warm_up(self) -> None:
+        await asyncio.to_thread(_prewarm)
+        await self.holder.settled()
+        engine = self.holder.engine
+        if engine is None:
+            return
+        from turnstoned.config import resolve_model
+        from turnstoned.llm.openai_chat import prewarm
+
+        model = resolve_model(engine.config.model)
+        if not isinstance(model, str):
+            await prewarm(model)
+
+
+def create(overrides: dict[str, dict[str, Any]] | None = None, hub: Hub | None = None) -> Daemon:
+    """The pygls server of one connection (of a new daemon's hub unless one is given)."""
+    hub = hub or Hub(overrides)
+    holder = hub.holder
     server = Daemon("turnstoned", __version__, protocol_cls=DaemonProtocol,
-                    converter_factory=rpc.converter)
-    holder = EngineHolder(rpc.PyglsSink(server.protocol), overrides or {})
+                    converter_factory=lambda: hub.converter)
+    conn = hub.router.add(server.protocol)
+
+    def as_caller(fn: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        async def call(params: Any) -> Any:
+            CALLER.set(conn)  # this request's own task: what it starts belongs to conn
+            return await fn(params)
+        return call
+
     for name, handler in HANDLERS.items():
         bound: Callable[[Any], Awaitable[Any]] = functools.partial(handler, holder.get)
         if name in AFTER_DISCOVERY:
             bound = holder.after_discovery(bound)
-        fn = rpc.typed_handler(p.METHODS_BY_NAME[name], bound, lambda: server.ready)
+        fn = rpc.typed_handler(p.METHODS_BY_NAME[name], as_caller(bound), lambda: server.ready)
         server.feature(name)(fn)
 
     @server.feature(lsp.INITIALIZED)
     def _initialized(_: Any) -> None:
+        conn.initialized = True
         holder.load()
-        threading.Thread(target=_prewarm, name="prewarm", daemon=True).start()
+        hub.warm()
         if holder.error:
-            holder.sink.notify(p.ShowMessageParams(type=1, message=f"turnstoned: {holder.error}"))
+            conn.notify(p.ShowMessageParams(type=1, message=f"turnstoned: {holder.error}"))
 
     @server.feature(lsp.SHUTDOWN)
     async def _shutdown(_: Any) -> None:
-        if holder.engine is not None:
+        if holder.engine is not None and not hub.router.resident:
             await holder.engine.shutdown()
 
-    server.holder = holder
+    server.hub, server.conn, server.holder = hub, conn, holder
     return server
 
 
@@ -167,26 +250,37 @@ def _claim_stdout() -> BinaryIO:
     return out
 
 
-def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> NoReturn:
+def setup_process() -> None:
+    """What every daemon process does first: logging to stderr, then the hardening and
+    the watchdog (before any thread or child exists)."""
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
     from turnstoned import hardening, watchdog
 
-    hardening.harden()  # before any thread or child exists
+    hardening.harden()
     watchdog.start()  # children end with the daemon, even after kill -9
-    out = _claim_stdout()
-    server = create(overrides)
+
+
+def run_daemon(hub: Hub, main: Coroutine[Any, Any, int]) -> NoReturn:
+    """Run ``main`` on a fresh loop, then kill what sessions left and end the process."""
     code = 0
     try:
-        code = _run_bounded(_serve(server, sys.stdin.buffer, out))
+        code = _run_bounded(main)
     except KeyboardInterrupt:  # a signal before the loop's handlers were in place
         code = 130
     finally:
-        engine = server.holder.engine
+        engine = hub.holder.engine
         if engine is not None:
             engine.terminate()
     _finish(code)
+
+
+def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> NoReturn:
+    setup_process()
+    out = _claim_stdout()
+    hub = Hub(overrides)
+    run_daemon(hub, _serve(hub, sys.stdin.buffer, out))
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -194,7 +288,39 @@ SIGNAL_GRACE = 1.2  # seconds for turns to write their receipts after a signal
 EOF_GRACE = 10.0  # the editor closed stdin: turns and MCP servers may take longer
 
 
-async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
+class Stopper:
+    """Stop signals end the daemon within two seconds: ``on_signal`` shortens the engine's
+    shutdown (if under way) to ``SIGNAL_GRACE`` and calls ``then``."""
+
+    def __init__(self, then: Callable[[str], None]) -> None:
+        self.then = then
+        self.budget: asyncio.Timeout | None = None
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self.on_signal, sig)
+
+    def on_signal(self, sig: signal.Signals) -> None:
+        self.then(f"signal {sig.name}")
+        budget = self.budget
+        if budget is not None and (when := budget.when()) is not None:
+            budget.reschedule(min(when, asyncio.get_running_loop().time() + SIGNAL_GRACE))
+
+    async def stop_engine(self, hub: Hub, reason: str) -> None:
+        """Shut the engine down: turns get their receipts, MCP servers and shells stop."""
+        engine = hub.holder.engine
+        if engine is None:
+            return
+        grace = SIGNAL_GRACE if reason.startswith("signal") else EOF_GRACE
+        try:
+            async with asyncio.timeout(grace) as self.budget:
+                await engine.shutdown()
+        except TimeoutError:
+            log.warning("engine shutdown incomplete after %s; stopping anyway", reason)
+        except OSError as exc:
+            log.warning("engine shutdown failed: %s", exc)
+
+
+async def _serve(hub: Hub, stdin: BinaryIO, stdout: BinaryIO) -> int:
     """Serve until stdin closes, `exit` or a stop signal, then shut the engine down.
 
     The editor may just close our stdin (no shutdown request): turns still get
@@ -203,32 +329,15 @@ async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
     """
     from pygls.io_ import StdoutWriter
 
-    loop = asyncio.get_running_loop()
+    server, link = hub.open()
     server.protocol.set_writer(StdoutWriter(stdout))
-    link = StdioTransport(server.protocol, served_methods())
-    server.holder.on_config = lambda cfg: link.set_max_frame(cfg.daemon.max_frame_mib << 20)
-    budget: asyncio.Timeout | None = None
-
-    def on_signal(sig: signal.Signals) -> None:
-        link.close(f"signal {sig.name}")
-        if budget is not None and (when := budget.when()) is not None:
-            budget.reschedule(min(when, loop.time() + SIGNAL_GRACE))
-
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
+    stopper = Stopper(link.close)
     await link.start(stdin)
     assert link.done is not None
     reason = await link.done
     log.info("stopping (%s)", reason)
-    engine = server.holder.engine
-    if engine is not None:
-        try:
-            async with asyncio.timeout(EOF_GRACE if reason == "eof" else SIGNAL_GRACE) as budget:
-                await engine.shutdown()
-        except TimeoutError:
-            log.warning("engine shutdown incomplete after %s; stopping anyway", reason)
-        except OSError as exc:
-            log.warning("engine shutdown failed: %s", exc)
+    await stopper.stop_engine(hub, reason)  # the turns' last notifications still go out
+    hub.close(server, link)
     # LSP: `exit` without a `shutdown` first is an abnormal end.
     return 1 if reason == "exit" and not server.protocol.shut_down else 0
 

@@ -1,8 +1,9 @@
-"""The daemon's stdio transport: frames in, envelopes checked, messages handed to pygls.
+"""The daemon's transport: frames in, envelopes checked, messages handed to pygls.
 
 pygls' own reader dies on a huge ``Content-Length`` and goes deaf on header
-variants, so the daemon reads stdin itself (``framing.FrameReader``) on the event
-loop. Every message is checked as a JSON-RPC 2.0 envelope before pygls sees it:
+variants, so the daemon reads each connection itself (``framing.FrameReader``) on
+the event loop: stdin for the stdio daemon, a socket connection for each client
+of the resident daemon, through the same ``Link``. Every message is checked as a JSON-RPC 2.0 envelope before pygls sees it:
 what is not one is answered here (-32600, -32700), requests for methods the
 daemon does not serve get -32601, notifications for them are dropped.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import threading
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -19,12 +21,12 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from turnstoned import framing, rpc
+from turnstoned import framing, rpc, rundir
 from turnstoned import protocol as p
 from turnstoned.protocol import ErrorCode
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Generator
+    from collections.abc import Callable, Collection, Generator
 
 log = logging.getLogger(__name__)
 
@@ -80,19 +82,59 @@ class DaemonProtocol(LanguageServerProtocol):
 
     def fail_request(self, msg_id: int | str, reason: str) -> None:
         """Fail the daemon's pending request ``msg_id`` (its answer could not be read)."""
-        future = self._request_futures.pop(msg_id, None)
-        self._result_types.pop(msg_id, None)
+        future = self.withdraw_request(msg_id)
         if future is not None and not future.done():
             future.set_exception(JsonRpcException(message=reason))
+
+    def withdraw_request(self, msg_id: int | str) -> Any:
+        """Stop waiting for the answer to ``msg_id``; a late answer is then ignored."""
+        self._result_types.pop(msg_id, None)
+        return self._request_futures.pop(msg_id, None)
 
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
+MAX_BACKLOG = 256 << 20  # bytes a client may leave unread before it is disconnected
+
+
+class SocketWriter:
+    """pygls' writer interface over a socket connection's transport (never blocks)."""
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self.transport = transport
+
+    def write(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return
+        self.transport.write(data)
+        if self.transport.get_write_buffer_size() > MAX_BACKLOG:
+            # A client that stopped reading would grow the daemon without bound.
+            log.warning("a client left %d MiB unread; disconnecting it", MAX_BACKLOG >> 20)
+            self.transport.abort()
+
+    def close(self) -> None:
+        self.transport.close()
+
+
 class _Pipe(asyncio.Protocol):
-    def __init__(self, link: StdioTransport) -> None:
+    """Bytes of one connection into its link: stdin's read pipe, or a socket connection."""
+
+    def __init__(self, link: Link) -> None:
         self.link = link
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not isinstance(transport, asyncio.WriteTransport):
+            return  # stdin's read pipe: frames go back through stdout
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family == socket.AF_UNIX and rundir.peer_uid(sock) != os.getuid():
+            log.warning("refused a connection from another user")
+            transport.abort()
+            self.link.close("refused")
+            return
+        self.link.protocol.set_writer(SocketWriter(transport))
+        self.link.attach(transport)
 
     def data_received(self, data: bytes) -> None:
         self.link.feed(data)
@@ -105,8 +147,8 @@ class _Pipe(asyncio.Protocol):
         self.link.close("eof")
 
 
-class StdioTransport:
-    """Reads frames from stdin and dispatches them into a pygls protocol."""
+class Link:
+    """Reads one connection's frames and dispatches them into its pygls protocol."""
 
     def __init__(self, protocol: DaemonProtocol, served: Collection[str],
                  max_frame: int = framing.DEFAULT_MAX_FRAME) -> None:
@@ -116,11 +158,23 @@ class StdioTransport:
         self.done: asyncio.Future[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stall: asyncio.TimerHandle | None = None
-        self._pipe: asyncio.ReadTransport | None = None
+        self._pipe: asyncio.BaseTransport | None = None
         self._garbage_logged = 0
+        self.on_close: Callable[[str], None] = lambda reason: None
+        self._ended = False
+
+    def protocol_factory(self) -> asyncio.Protocol:
+        """The asyncio protocol that feeds this link (for a socket connection)."""
+        return _Pipe(self)
+
+    def attach(self, transport: asyncio.BaseTransport) -> None:
+        """Read from a socket connection that was just made; ``done`` resolves when it ends."""
+        self._loop = asyncio.get_running_loop()
+        self.done = self._loop.create_future()
+        self._pipe = transport
 
     async def start(self, stdin: BinaryIO) -> None:
-        """Begin reading; ``done`` resolves with why the transport ended."""
+        """Begin reading stdin; ``done`` resolves with why the transport ended."""
         loop = self._loop = asyncio.get_running_loop()
         self.done = loop.create_future()
         try:
@@ -142,11 +196,15 @@ class StdioTransport:
         self.frames.max_frame = size
 
     def close(self, reason: str) -> None:
-        """Stop reading; ``done`` resolves with ``reason``."""
+        """Stop reading (a socket: close it); ``done`` resolves with ``reason``."""
         if self._pipe is not None:
             self._pipe.close()
-        if self.done is not None and not self.done.done():
+        if self._ended:
+            return
+        self._ended = True
+        if self.done is not None:
             self.done.set_result(reason)
+        self.on_close(reason)
 
     # ----------------------------------------------------------- frames
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from turnstoned.server import create
-from turnstoned.transport import StdioTransport, served_methods
+from turnstoned.transport import Link, served_methods
 
 
 class Capture:
@@ -32,7 +32,7 @@ class Capture:
         return out
 
 
-async def reply_to(link: StdioTransport, out: Capture, msg: dict[str, Any]) -> dict[str, Any]:
+async def reply_to(link: Link, out: Capture, msg: dict[str, Any]) -> dict[str, Any]:
     body = json.dumps(msg).encode()
     link.feed(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     async with asyncio.timeout(5):
@@ -57,7 +57,7 @@ async def test_a_handler_bug_is_answered_without_a_traceback() -> None:
 
     out = Capture()
     server.protocol.set_writer(out)
-    link = StdioTransport(server.protocol, served_methods() | {"test/boom", "test/syncboom"})
+    link = Link(server.protocol, served_methods() | {"test/boom", "test/syncboom"})
     for method in ("test/boom", "test/syncboom"):
         reply = await reply_to(link, out, {"jsonrpc": "2.0", "id": method, "method": method})
         assert reply["error"]["code"] == -32603

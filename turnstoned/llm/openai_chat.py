@@ -8,6 +8,7 @@ in a trailing chunk with no choices, unknown extra fields.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -40,6 +41,17 @@ def _client(model: ModelSettings) -> openai.AsyncOpenAI:
         )
         _clients[key] = client
     return client
+
+
+async def prewarm(model: ModelSettings, timeout: float = 10.0) -> None:
+    """Open the connection a first turn will reuse: ask for the model list (cheap) through
+    the client turns share. A failure is only logged; the turn reports real problems."""
+    client = _client(model).with_options(max_retries=0)  # the same connection pool
+    try:
+        async with asyncio.timeout(timeout):
+            await client.models.list()
+    except (openai.OpenAIError, TimeoutError) as exc:
+        log.debug("the model server was not reached ahead of the first turn: %s", exc)
 
 
 def classify(exc: BaseException) -> ModelError:

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.2";
+export const PROTOCOL_REVISION = "1.3";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -83,6 +83,8 @@ export interface DaemonHealthResult {
   model?: string | null;
   configError?: string | null;
   mcp: McpHealth;
+  clients?: number;
+  resident?: boolean;
 }
 
 export interface Empty {
@@ -580,6 +582,7 @@ export const Method = {
   sessionList: "session/list",
   sessionResume: "session/resume",
   sessionClose: "session/close",
+  sessionUnsubscribe: "session/unsubscribe",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
   toolList: "tool/list",
@@ -619,6 +622,7 @@ export interface ClientRequests {
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
   "session/close": { params: SessionRef; result: Empty };
+  "session/unsubscribe": { params: SessionRef; result: Empty };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };
   "tool/list": { params: ToolListParams; result: ToolListResult };

@@ -62,6 +62,8 @@
 ---@field model? string|nil
 ---@field configError? string|nil
 ---@field mcp turnstoned.McpHealth
+---@field clients? integer
+---@field resident? boolean
 
 ---@class turnstoned.Empty
 
@@ -422,7 +424,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.2"
+M.PROTOCOL_REVISION = "1.3"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -434,6 +436,7 @@ M.methods = {
   session_list = "session/list",
   session_resume = "session/resume",
   session_close = "session/close",
+  session_unsubscribe = "session/unsubscribe",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
   tool_list = "tool/list",
@@ -474,6 +477,7 @@ M.directions = {
   ["session/list"] = { direction = "client->daemon", kind = "request" },
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
   ["session/close"] = { direction = "client->daemon", kind = "request" },
+  ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
   ["tool/list"] = { direction = "client->daemon", kind = "request" },

@@ -1,0 +1,5 @@
+"""`turnstoned doctor` (placeholder replaced below)."""
+
+
+def main(tool_call: bool) -> int:
+    raise NotImplementedError

@@ -1,0 +1,280 @@
+"""The engine's EventSink over every connection of the daemon.
+
+Each connection (the stdio client, or each client of the resident daemon's
+socket) follows the sessions it started, resumed or started a turn in, and
+sees those sessions' notifications only; notifications about no session (MCP
+server status) go to every initialized connection. ``session/unsubscribe`` or
+closing the connection stops following.
+
+An approval request goes to every connection following its session; the first
+answer wins and the others get ``$/cancelRequest``. A connection that starts
+following a session with a question open is asked it too (after the answer to
+the request that made it follow), so a client that resumes a session someone
+else is driving can answer. When the last follower goes away the question
+waits for the next one; ``deny_unattended`` ends such questions when the
+daemon has had no client at all for a while. An MCP trust question goes only
+to the connection whose request opened the session, and is dismissed if that
+connection goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import logging
+import uuid
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from turnstoned import protocol as p
+from turnstoned import rpc
+
+if TYPE_CHECKING:
+    from turnstoned.transport import DaemonProtocol
+
+log = logging.getLogger(__name__)
+
+
+class Unanswerable(Exception):
+    """A question nobody can answer any more (the connection asked is gone, or no client)."""
+
+
+class Connection:
+    """One client of the daemon: its protocol object and the sessions it follows."""
+
+    def __init__(self, router: Router, protocol: DaemonProtocol, number: int) -> None:
+        self.router = router
+        self.protocol = protocol
+        self.number = number
+        self.sessions: dict[str, None] = {}  # followed sessions, in order
+        self.initialized = False
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<connection {self.number}>"
+
+    def write(self, frame: bytes) -> None:
+        writer = self.protocol.writer
+        if self.closed or writer is None:
+            return
+        try:
+            writer.write(frame)
+        except (OSError, ValueError) as exc:  # this client went away; the others go on
+            log.debug("%r: a frame was not sent: %s", self, exc)
+
+    def notify(self, event: p.Event) -> None:
+        self.write(rpc.frame(rpc.notification(event)))
+
+
+# The connection whose request is being handled; tasks started by it inherit it.
+CALLER: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "turnstoned_caller", default=None)
+
+
+def subscribe(session_id: str) -> None:
+    """The connection serving this request follows ``session_id``."""
+    conn = CALLER.get()
+    if conn is not None:
+        conn.router.subscribe(conn, session_id)
+
+
+def unsubscribe(session_id: str) -> None:
+    """The connection serving this request stops following ``session_id``."""
+    conn = CALLER.get()
+    if conn is not None:
+        conn.router.unsubscribe(conn, session_id)
+
+
+def closed(session_id: str) -> None:
+    """The session was closed: nobody follows it any more."""
+    conn = CALLER.get()
+    if conn is not None:
+        for follower in list(conn.router.followers.get(session_id, ())):
+            conn.router.unsubscribe(follower, session_id)
+
+
+class _Question:
+    """One daemon->client request, asked of one or more connections; the first answer wins."""
+
+    def __init__(self, event: p.Event, prefix: str, session_id: str | None) -> None:
+        self.method = type(event).method
+        self.params = rpc.encode(event)
+        self.session_id = session_id
+        self.msg_id = f"{prefix}-{uuid.uuid4().hex}"
+        self.answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.asked: dict[Connection, Future[Any]] = {}
+        self.failure: BaseException | None = None
+
+    def ask(self, conn: Connection) -> None:
+        if conn.closed or conn in self.asked or self.answer.done():
+            return
+        future = conn.protocol.send_request(self.method, self.params, msg_id=self.msg_id)
+        self.asked[conn] = future
+        future.add_done_callback(lambda f: self._answered(conn, f))
+
+    def _answered(self, conn: Connection, future: Future[Any]) -> None:
+        if self.asked.get(conn) is not future:
+            return  # withdrawn from that connection
+        del self.asked[conn]
+        if self.answer.done() or future.cancelled():
+            return
+        exc = future.exception()
+        if exc is None:
+            self.answer.set_result(future.result())
+            self.withdraw()
+        elif self.asked:
+            self.failure = exc  # another connection may still answer
+        else:
+            self.answer.set_exception(exc)
+
+    def drop(self, conn: Connection, tell: bool) -> None:
+        """Stop asking ``conn`` (it closed, or stopped following the session)."""
+        if self.asked.pop(conn, None) is None:
+            return
+        conn.protocol.withdraw_request(self.msg_id)
+        if tell:
+            conn.notify(p.CancelParams(id=self.msg_id))
+
+    def withdraw(self) -> None:
+        """Every connection still asked gets ``$/cancelRequest``."""
+        for conn in list(self.asked):
+            self.drop(conn, tell=True)
+
+    def fail(self, exc: BaseException) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(exc)
+        self.withdraw()
+
+
+class Router:
+    """Routes the engine's notifications and questions to the connections they concern."""
+
+    def __init__(self, resident: bool = False) -> None:
+        self.resident = resident  # the daemon outlives its connections
+        self.connections: list[Connection] = []
+        self.followers: dict[str, list[Connection]] = {}
+        self.questions: list[_Question] = []
+        self._numbers = itertools.count(1)
+
+    # ----------------------------------------------------------- connections
+
+    def add(self, protocol: DaemonProtocol) -> Connection:
+        conn = Connection(self, protocol, next(self._numbers))
+        self.connections.append(conn)
+        return conn
+
+    def remove(self, conn: Connection) -> None:
+        """``conn`` closed: it follows nothing and is asked nothing any more."""
+        if conn.closed:
+            return
+        conn.closed = True
+        self.connections.remove(conn)
+        for session_id in list(conn.sessions):
+            self._unfollow(conn, session_id)
+        for question in list(self.questions):
+            question.drop(conn, tell=False)
+            if question.session_id is None and not question.asked:
+                question.fail(Unanswerable(f"{conn!r} closed"))
+
+    def subscribe(self, conn: Connection, session_id: str) -> None:
+        if conn.closed or session_id in conn.sessions:
+            return
+        conn.sessions[session_id] = None
+        self.followers.setdefault(session_id, []).append(conn)
+        waiting = [q for q in self.questions if q.session_id == session_id]
+        if waiting:
+            # Ask after the answer to the request that subscribed (resume, turn/start) has
+            # been written: that answer is sent from the request task's done callback,
+            # which is scheduled once the handler returns, right after this first hop.
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, self._ask_waiting, conn, session_id)
+
+    def _ask_waiting(self, conn: Connection, session_id: str) -> None:
+        if session_id in conn.sessions:
+            for question in self.questions:
+                if question.session_id == session_id:
+                    question.ask(conn)
+
+    def unsubscribe(self, conn: Connection, session_id: str) -> None:
+        if session_id not in conn.sessions:
+            return
+        self._unfollow(conn, session_id)
+        for question in self.questions:
+            if question.session_id == session_id:
+                question.drop(conn, tell=True)
+
+    def _unfollow(self, conn: Connection, session_id: str) -> None:
+        conn.sessions.pop(session_id, None)
+        followers = self.followers.get(session_id)
+        if followers is not None:
+            followers.remove(conn)
+            if not followers:
+                del self.followers[session_id]
+
+    def deny_unattended(self, reason: str) -> int:
+        """End the approval questions no connection is being asked; how many there were."""
+        ended = [q for q in self.questions if q.session_id is not None and not q.asked]
+        for question in ended:
+            question.fail(Unanswerable(reason))
+        return len(ended)
+
+    # ----------------------------------------------------------- the EventSink
+
+    def notify(self, event: p.Event) -> None:
+        session_id = getattr(event, "session_id", None)
+        if session_id is not None:
+            targets = self.followers.get(session_id)
+        else:
+            targets = [c for c in self.connections if c.initialized]
+        if not targets:
+            return
+        frame = rpc.frame(rpc.notification(event))
+        for conn in list(targets):
+            conn.write(frame)
+
+    async def _ask(self, question: _Question, targets: list[Connection]) -> Any:
+        self.questions.append(question)
+        try:
+            for conn in targets:
+                question.ask(conn)
+            return await question.answer
+        except asyncio.CancelledError:
+            question.withdraw()
+            raise
+        finally:
+            self.questions.remove(question)
+
+    async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+        question = _Question(params, "approval", params.session_id)
+        raw = await self._ask(question, list(self.followers.get(params.session_id, ())))
+        try:
+            return msgspec.convert(raw, p.ApprovalResponse)
+        except msgspec.ValidationError as exc:
+            log.warning("approval answer is not valid (%s): %r", exc, raw)
+            return p.ApprovalResponse(decision="deny", feedback=None)
+
+    async def request_mcp_trust(
+        self, params: p.McpTrustRequestParams
+    ) -> p.McpTrustResponse | None:
+        from pygls.exceptions import JsonRpcException
+
+        conn = CALLER.get()
+        if conn is None or conn.closed:
+            log.info("no connection to ask about %s; asked again at the next session",
+                     params.config_path)
+            return None
+        try:
+            raw = await self._ask(_Question(params, "mcp-trust", None), [conn])
+        except Unanswerable:
+            return None
+        except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
+            log.info("mcpServer/requestTrust answered with an error: %s", exc)
+            return None
+        try:
+            return msgspec.convert(raw, p.McpTrustResponse)
+        except msgspec.ValidationError:
+            log.warning("mcpServer/requestTrust answer is not valid: %r", raw)
+            return None
