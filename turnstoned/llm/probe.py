@@ -1,0 +1,70 @@
+"""Questions ``turnstoned doctor`` asks a model server: what it lists, and whether the
+configured model calls a tool when asked to. Blocking, with short timeouts."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+
+from turnstoned.config import ModelSettings
+from turnstoned.llm.openai_chat import classify
+from turnstoned.llm.types import ModelError
+
+PING_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Send one word back to the user.",
+        "parameters": {"type": "object", "properties": {"word": {"type": "string"}},
+                       "required": ["word"]},
+    },
+}
+PING_PROMPT = ('Call the tool `ping` with the word "pong". Answer with the tool call only, '
+               "no text.")
+
+
+def _client(base_url: str | None, api_key: str, timeout: float) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+
+def listed_models(base_url: str | None, api_key: str, timeout: float = 5.0) -> list[str]:
+    """The ids the server lists at ``/models``; raises ``ModelError``."""
+    client = _client(base_url, api_key, timeout)
+    try:
+        return [m.id for m in client.models.list()]
+    except openai.OpenAIError as exc:
+        raise classify(exc) from exc
+    finally:
+        client.close()
+
+
+def tool_round_trip(model: ModelSettings, timeout: float = 120.0) -> str:
+    """Ask the model to call ``ping``; a description of the call it made. Raises
+    ``ModelError`` when the request fails or the model does not call the tool properly."""
+    client = _client(model.base_url, model.api_key, timeout)
+    try:
+        reply = client.chat.completions.create(
+            model=model.name, messages=[{"role": "user", "content": PING_PROMPT}],
+            tools=[PING_TOOL],  # type: ignore[list-item]
+        )
+    except openai.OpenAIError as exc:
+        raise classify(exc) from exc
+    finally:
+        client.close()
+    message = reply.choices[0].message if reply.choices else None
+    calls = (message.tool_calls or []) if message is not None else []
+    if not calls:
+        said = ((message.content or "") if message is not None else "").strip()
+        raise ModelError("badRequest", "the model answered without calling the tool"
+                         + (f": {said[:200]!r}" if said else ""))
+    call = calls[0]
+    fn = getattr(call, "function", None)
+    if fn is None or fn.name != "ping":
+        raise ModelError("badRequest", f"the model called an unknown tool: {call!r}"[:300])
+    try:
+        args = json.loads(fn.arguments or "{}")
+    except json.JSONDecodeError:
+        raise ModelError("badRequest", f"the tool call's arguments are not JSON: "
+                                       f"{fn.arguments[:200]!r}") from None
+    return f"ping({json.dumps(args)})"
