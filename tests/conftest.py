@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,42 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     for name in ("TURNSTONED_CONFIG", "TURNSTONED_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+def stop_resident(home: Path, timeout: float = 10.0) -> int | None:
+    """SIGTERM the resident daemon listening under ``home`` (SIGKILL if it lingers); its pid."""
+    import select
+    import signal
+    import socket
+
+    path = home / "run" / "daemon.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        pid = int.from_bytes(creds[:4], sys.byteorder)
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    try:
+        signal.pidfd_send_signal(fd, signal.SIGTERM)
+        if not select.select([fd], [], [], timeout)[0]:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+            select.select([fd], [], [], timeout)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(fd)
+    return pid
+
+
+@pytest.fixture(autouse=True)
+def no_resident_left(isolated_home: Path) -> Iterator[None]:
+    """A test that started a resident daemon (attach, chat) leaves none running."""
+    yield
+    stop_resident(isolated_home)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import os
 import random
 import select
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -87,6 +88,14 @@ def wait_gone(pids: set[int], timeout: float) -> set[int]:
     return {pid for pid in pids if _alive(pid)}
 
 
+def socket_peer_pid(path: Path) -> int:
+    """The pid of the process listening on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(path))
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[:4], sys.byteorder)
+
+
 def _wait_until(what: str, check: Callable[[], object], timeout: float = START_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -98,8 +107,10 @@ def _wait_until(what: str, check: Callable[[], object], timeout: float = START_T
 class Scene:
     """A daemon with every kind of child running, ready to be killed."""
 
-    def __init__(self, model: ScriptedModel, work: Path) -> None:
+    def __init__(self, model: ScriptedModel, work: Path, resident: bool = False) -> None:
+        """``resident``: the daemon is ``turnstoned serve``, reached through ``attach``."""
         self.model = model
+        self.resident = resident
         self.work = work
         self.tmp = work / "tmp"
         self.tmp.mkdir(parents=True, exist_ok=True)
@@ -116,7 +127,15 @@ class Scene:
         env = {"TURNSTONED_HOME": str(work / "home"), "OPENAI_BASE_URL": model.base_url,
                "OPENAI_API_KEY": "sk", "TURNSTONED_MODEL": "scripted", "TMPDIR": str(self.tmp),
                "MARKER_DIR": str(self.markers)}
-        self.daemon = RawDaemon(env, args=("--mcp-config", str(config), "--tool-search", "off"))
+        self.home = work / "home"
+        flags = ("--mcp-config", str(config), "--tool-search", "off")
+        self.daemon = RawDaemon(env, args=("attach", *flags) if resident else flags)
+
+    def daemon_pid(self) -> int:
+        """The daemon's pid: the attached process, or the resident daemon it reaches."""
+        if not self.resident:
+            return self.daemon.proc.pid
+        return socket_peer_pid(self.home / "run" / "daemon.sock")
 
     def _session(self) -> str:
         return str(self.daemon.result("session/start", {"cwd": str(self.work),
@@ -163,16 +182,21 @@ class Scene:
              grace: float = 10.0) -> Outcome:
         """Signal the daemon ``delay`` seconds after the stages run; count what survives."""
         children = self.start(stages)
+        pid = self.daemon_pid()
         if delay:
             time.sleep(delay)
-        os.kill(self.daemon.proc.pid, sig)
-        self.daemon.proc.wait(15)
+        os.kill(pid, sig)
+        if wait_gone({pid}, 15):
+            raise TimeoutError(f"the daemon {pid} outlived {signal.Signals(sig).name}")
         survivors = wait_gone(children | self._ours(), grace) | self._ours()
         scripts = sorted(p.name for p in self.tmp.iterdir() if p.name.startswith("turnstoned"))
         return Outcome(children, survivors, scripts)
 
     def clean_up(self, outcome: Outcome | None) -> None:
         """SIGKILL whatever this scene started and left alive (by pid)."""
+        if self.resident:
+            with contextlib.suppress(OSError):
+                os.kill(self.daemon_pid(), signal.SIGKILL)
         if self.daemon.proc.poll() is None:
             self.daemon.proc.kill()
             self.daemon.proc.wait()

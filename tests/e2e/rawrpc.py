@@ -1,16 +1,18 @@
-"""An independent, minimal JSON-RPC client over a real daemon process (no turnstoned imports)."""
+"""An independent, minimal JSON-RPC client of a real daemon: its stdio or the resident
+daemon's socket (no turnstoned imports)."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 DEFER = object()  # returned by ``on_request``: the test answers that request itself, later
 
@@ -22,36 +24,41 @@ class ErrorAnswer:
         self.error = {"code": code, "message": message}
 
 
-class RawDaemon:
-    """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
+class RawClient:
+    """Content-Length framed JSON-RPC over a byte stream to a daemon (its stdio or a socket)."""
 
-    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = (),
-                 prefix: tuple[str, ...] = ()) -> None:
-        """``prefix`` runs the daemon through a wrapper that execs it (e.g. setpriv)."""
-        self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=cwd)
+    def __init__(self, stdout: BinaryIO, write: Callable[[bytes], None]) -> None:
+        self._out = stdout
+        self._write = write
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
         self.raw_stdout = bytearray()
         self.bad_frames: list[bytes] = []
         self.on_request: Callable[[dict[str, Any]], Any] = lambda msg: {"decision": "approve"}
+        self.stderr_lines: list[str] = []
         self._next = 0
         self._lock = threading.Lock()
         self._cond = threading.Condition()
         self._responses: dict[Any, dict[str, Any]] = {}
+        self.eof = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
-        self.stderr_lines: list[str] = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
 
-    def _drain_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line.decode(errors="replace"))
+    def gone(self) -> bool:
+        """The other end closed: no answer can come any more."""
+        return self.eof.is_set()
 
     def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
+        try:
+            self._read_frames()
+        except OSError:
+            pass
+        finally:
+            self.eof.set()
+            with self._cond:
+                self._cond.notify_all()
+
+    def _read_frames(self) -> None:
+        out = self._out
         while True:
             header = b""
             while not header.endswith(b"\r\n\r\n"):
@@ -95,11 +102,9 @@ class RawDaemon:
         self.write(json.dumps(msg).encode())
 
     def write(self, body: bytes, framed: bool = True) -> None:
-        assert self.proc.stdin is not None
         data = b"Content-Length: %d\r\n\r\n" % len(body) + body if framed else body
         with self._lock:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
+            self._write(data)
 
     def request(self, method: str, params: Any = None, timeout: float = 15) -> dict[str, Any]:
         """The whole response message (with ``result`` or ``error``)."""
@@ -113,7 +118,7 @@ class RawDaemon:
         with self._cond:
             while msg_id not in self._responses:
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
+                if left <= 0 or self.gone():
                     raise TimeoutError(f"no answer to {method}; stderr: {''.join(self.stderr_lines)[-2000:]}")
                 self._cond.wait(left)
             return self._responses.pop(msg_id)
@@ -124,7 +129,7 @@ class RawDaemon:
         with self._cond:
             while msg_id not in self._responses:
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
+                if left <= 0 or self.gone():
                     raise TimeoutError(f"no response {msg_id!r}; stderr: "
                                        f"{''.join(self.stderr_lines)[-2000:]}")
                 self._cond.wait(left)
@@ -157,16 +162,60 @@ class RawDaemon:
         self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return result
 
+    def shutdown(self, timeout: float = 10) -> None:
+        """``shutdown`` then ``exit``, as an LSP client ends."""
+        try:
+            self.request("shutdown", timeout=timeout)
+            self.send({"jsonrpc": "2.0", "method": "exit"})
+        except (TimeoutError, OSError):
+            pass
+
+
+class RawDaemon(RawClient):
+    """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
+
+    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = (),
+                 prefix: tuple[str, ...] = ()) -> None:
+        """``prefix`` runs the daemon through a wrapper that execs it (e.g. setpriv)."""
+        self.proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=cwd)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        stdin = self.proc.stdin
+
+        def write(data: bytes) -> None:
+            stdin.write(data)
+            stdin.flush()
+        super().__init__(self.proc.stdout, write)
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def gone(self) -> bool:
+        return self.proc.poll() is not None or super().gone()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line.decode(errors="replace"))
+
     def close(self, timeout: float = 10) -> int:
         if self.proc.poll() is None:
-            try:
-                self.request("shutdown", timeout=timeout)
-                self.send({"jsonrpc": "2.0", "method": "exit"})
-            except (TimeoutError, BrokenPipeError, OSError):
-                pass
+            self.shutdown(timeout)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+
+class RawSocket(RawClient):
+    """A client of the resident daemon, straight on its Unix socket."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        super().__init__(self.sock.makefile("rb"), self.sock.sendall)
+
+    def close(self, timeout: float = 10) -> None:
+        self.shutdown(timeout)
+        self.sock.close()

@@ -39,9 +39,11 @@ _WORDS = ("the ", "model ", "writes ", "a ", "long ", "answer ", "with ", "short
 
 @dataclass(frozen=True)
 class Pause:
-    """A step of a reply: send nothing for ``seconds`` (ends early on disconnect or stop)."""
+    """A step of a reply: send nothing for ``seconds`` (ends early on disconnect or stop;
+    with ``until``, the reply goes on as soon as that event is set)."""
 
     seconds: float
+    until: threading.Event | None = None
 
 
 Step = JSON | str | Pause
@@ -199,6 +201,18 @@ def hang(seconds: float = 30.0, *, after_text: str = "") -> Response:
     return Response(build=build)
 
 
+def gated(before: str, after: str, gate: threading.Event, *, timeout: float = 30.0) -> Response:
+    """Stream ``before``, wait until ``gate`` is set (at most ``timeout``), then ``after``."""
+    def build(request: JSON) -> list[Step]:
+        script = _Script(request)
+        script.content(_chunks(before, 4))
+        script.steps.append(Pause(timeout, until=gate))
+        script.content(_chunks(after, 4))
+        return script.finish("stop", True)
+
+    return Response(build=build)
+
+
 def raw(chunks: list[JSON | str], *, delay: float = 0.0) -> Response:
     """Send exactly these data payloads (dicts JSON-encoded, strings verbatim), then [DONE]."""
     def build(request: JSON) -> list[Step]:
@@ -299,6 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s " + format, self.address_string(), *args)
 
     def do_GET(self) -> None:
+        self.server.owner._record_get(self.path, self.client_address[1])
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "scripted"}
             self._send_json(200, {"object": "list", "data": [model]})
@@ -313,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, f"no route for POST {self.path}", "not_found_error")
             return
         owner = self.server.owner
-        owner._record(request, dict(self.headers.items()))
+        owner._record(request, dict(self.headers.items()), self.client_address[1])
         problem = _invalid_history(request) if owner.reject_invalid_arguments else None
         if problem is not None:
             self._send_error(500, problem, "server_error")
@@ -367,7 +382,7 @@ class _Handler(BaseHTTPRequestHandler):
         chunks: list[JSON] = []
         for step in steps:
             if isinstance(step, Pause):
-                if not self._pause(step.seconds):
+                if not self._pause(step.seconds, step.until):
                     return
             elif isinstance(step, dict):
                 chunks.append(step)
@@ -385,7 +400,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         for step in [*steps, "[DONE]"]:
             if isinstance(step, Pause):
-                sent = self._pause(step.seconds)
+                sent = self._pause(step.seconds, step.until)
             else:
                 payload = step if isinstance(step, str) else json.dumps(step)
                 sent = self._write_chunk(f"data: {payload}\n\n".encode())
@@ -402,11 +417,13 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
-    def _pause(self, seconds: float) -> bool:
+    def _pause(self, seconds: float, until: threading.Event | None = None) -> bool:
         """Wait, watching for a client disconnect or a server stop; False if either happened."""
         deadline = time.monotonic() + seconds
         stopping = self.server.owner._stopping
         while (remaining := deadline - time.monotonic()) > 0:
+            if until is not None and until.is_set():
+                return True
             if stopping.is_set():
                 self.close_connection = True
                 return False
@@ -483,6 +500,8 @@ class ScriptedModel:
         self.base_url = ""
         self.requests: list[JSON] = []
         self.headers: list[dict[str, str]] = []
+        self.client_ports: list[int] = []  # the client's port of each recorded request
+        self.gets: list[tuple[str, int]] = []  # (path, client port) of each GET
         self.disconnects = 0
         self.reject_invalid_arguments = reject_invalid_arguments
         self.require_tool_results = require_tool_results
@@ -555,13 +574,26 @@ class ScriptedModel:
                 raise TimeoutError(f"expected {n} disconnects, saw {self.disconnects}")
             return self.disconnects
 
-    def _record(self, request: JSON, headers: dict[str, str]) -> None:
+    def _record(self, request: JSON, headers: dict[str, str], port: int) -> None:
         if not self._record_requests:
             return
         with self._changed:
             self.requests.append(request)
             self.headers.append(headers)
+            self.client_ports.append(port)
             self._changed.notify_all()
+
+    def _record_get(self, path: str, port: int) -> None:
+        with self._changed:
+            self.gets.append((path, port))
+            self._changed.notify_all()
+
+    def wait_gets(self, n: int, timeout: float = 5.0) -> list[tuple[str, int]]:
+        """Block until at least ``n`` GET requests arrived; return them (TimeoutError if not)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self.gets) >= n, timeout):
+                raise TimeoutError(f"expected {n} GET requests, got {len(self.gets)}")
+            return list(self.gets)
 
     def _note_disconnect(self) -> None:
         with self._changed:
