@@ -5,7 +5,8 @@ A real HTTP/1.1 server on 127.0.0.1 (keep-alive, chunked transfer encoding) that
 ``text/event-stream`` of ``data: {json}`` chunks ending with ``data: [DONE]`` (or one JSON
 body when the request has no ``stream: true``), and ``GET /v1/models``. Each POST consumes
 one queued :class:`Response`, made by the builders ``text``, ``tool_calls``, ``error``,
-``hang``, ``raw`` and ``token_text``.
+``hang``, ``gated``, ``raw`` and ``token_text``. ``POST /v1/responses`` (the Responses API,
+which Codex speaks) streams the text of the same replies as Responses events.
 
 Run ``python -m tests.fakes.model_server --port N [--text-tokens N]`` to serve a fixed
 N-token reply to every request (for benchmarks and manual tries).
@@ -324,10 +325,14 @@ class _Handler(BaseHTTPRequestHandler):
         request = self._read_json()
         if request is None:
             return
+        owner = self.server.owner
+        if self.path.rstrip("/") in ("/v1/responses", "/responses"):
+            response = owner._next_response(request)
+            self._stream_responses(response.build(request) if response.build else [])
+            return
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_error(404, f"no route for POST {self.path}", "not_found_error")
             return
-        owner = self.server.owner
         owner._record(request, dict(self.headers.items()), self.client_address[1])
         problem = _invalid_history(request) if owner.reject_invalid_arguments else None
         if problem is not None:
@@ -407,6 +412,51 @@ class _Handler(BaseHTTPRequestHandler):
             if not sent:
                 return
         self._write_chunk(b"")
+
+    def _stream_responses(self, steps: list[Step]) -> None:
+        """The text deltas of ``steps`` as a Responses API event stream."""
+        rid, mid = f"resp_{uuid.uuid4().hex[:24]}", f"msg_{uuid.uuid4().hex[:24]}"
+        texts: list[str] = []
+
+        def event(data: JSON) -> bool:
+            return self._write_chunk(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+
+        def message(status: str) -> JSON:
+            content = [{"type": "output_text", "text": "".join(texts), "annotations": []}]
+            return {"type": "message", "id": mid, "role": "assistant", "status": status,
+                    "content": content if status == "completed" else []}
+
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        except OSError:
+            self._gone()
+            return
+        head = {"id": rid, "object": "response", "status": "in_progress", "output": []}
+        if not (event({"type": "response.created", "response": head})
+                and event({"type": "response.output_item.added", "output_index": 0,
+                           "item": message("in_progress")})):
+            return
+        for step in steps:
+            if isinstance(step, Pause):
+                if not self._pause(step.seconds, step.until):
+                    return
+                continue
+            choices = step.get("choices") if isinstance(step, dict) else None
+            piece = choices[0]["delta"].get("content") if choices else None
+            if piece:
+                texts.append(piece)
+                if not event({"type": "response.output_text.delta", "item_id": mid,
+                              "output_index": 0, "content_index": 0, "delta": piece}):
+                    return
+        done = message("completed")
+        usage = {"input_tokens": 10, "output_tokens": len(texts), "total_tokens": 10 + len(texts)}
+        if event({"type": "response.output_item.done", "output_index": 0, "item": done}) and \
+                event({"type": "response.completed", "response": {
+                    **head, "status": "completed", "output": [done], "usage": usage}}):
+            self._write_chunk(b"")
 
     def _write_chunk(self, data: bytes) -> bool:
         """Write one HTTP chunk (an empty one ends the body); False if the client is gone."""

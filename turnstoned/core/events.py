@@ -27,8 +27,10 @@ class EventSink(Protocol):
 class Coalescer:
     """Batches small text deltas into fewer notifications.
 
-    Text is flushed when ``interval`` seconds have passed since the first
-    unflushed piece or when ``max_chars`` accumulate; ``close`` flushes the rest.
+    The first piece goes out at once (the reader sees the answer start without
+    waiting); after it, text is flushed when ``interval`` seconds have passed
+    since the first unflushed piece or when ``max_chars`` accumulate; ``close``
+    flushes the rest.
     """
 
     def __init__(self, flush: Callable[[str], None], interval: float = 0.025,
@@ -39,13 +41,15 @@ class Coalescer:
         self._parts: list[str] = []
         self._size = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._started = False
 
     def push(self, text: str) -> None:
         if not text:
             return
         self._parts.append(text)
         self._size += len(text)
-        if self._size >= self._max:
+        if not self._started or self._size >= self._max:
+            self._started = True
             self.flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
