@@ -6,6 +6,7 @@ export type LogLevel = "DEBUG" | "INFO" | "WARNING" | "ERROR";
 export interface Settings {
   /** The daemon program: a name on PATH or an absolute path. */
   command: string;
+  /** Its arguments; `["attach"]` bridges to the user's resident daemon (`turnstoned serve`). */
   args: string[];
   /** Model for new chats; "" leaves it to the daemon. */
   model: string;
