@@ -1,7 +1,9 @@
 """The turn runner: stream a reply, hand its tool calls to the pipeline, commit, repeat.
 
 A turn loops until the model answers without tool calls (or the round cap).
-The runner owns the conversation: it streams the model's reply, commits the
+Before each model call the context is compacted when it is due (see
+``compaction``); a server refusing the prompt as too long gets one compacted
+retry. The runner owns the conversation: it streams the model's reply, commits the
 assistant message, gives the batch to ``pipeline.Batch`` and commits what the
 batch folded in one generation-checked commit. An interrupt cancels the
 runner's task, and the runner commits the batch's receipts (``none`` if a call
@@ -12,14 +14,14 @@ call without a result.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_model
+from turnstoned.core import compaction
 from turnstoned.core import messages as m
+from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import Coalescer, EventSink
 from turnstoned.core.pipeline import Batch, BatchSetup, Folded, call_item
 from turnstoned.core.results import Budget, GuardSettings
@@ -38,6 +40,7 @@ class TurnRunner:
         self._reply_id = ""
         self.usage = p.Usage()
         self._open_items: dict[str, p.Item] = {}
+        self._fixed_chars = 0  # the system message and tool schemas of the last model call
 
     # ----------------------------------------------------------- notifications
 
@@ -82,14 +85,15 @@ class TurnRunner:
             raise ModelError("notConfigured", model)
         self.session.env.settings.context_window = model.context_window
         self.session.env.settings.supports_vision = model.supports_vision
+        compactor = compaction.compactor(self.session, self.config, model, self.sink)
         for _ in range(self.config.session.max_rounds):
-            reply = await self._model_call(model)
+            reply = await self._call(model, compactor)
             batch = self._commit_assistant(reply)
             if not batch.calls:
                 if self._fold_queued():
                     continue
                 return
-            self._commit_batch(batch, await batch.run(self._budget()))
+            self._commit_batch(batch, await batch.run(self._budget(compactor)))
         raise ModelError("turnLimit", f"The turn stopped after {self.config.session.max_rounds} "
                                       "model calls ([session] max_rounds).")
 
@@ -105,7 +109,24 @@ class TurnRunner:
                                    item_id=item_id, delta=text))
         return Coalescer(flush)
 
-    async def _model_call(self, model: ModelSettings) -> ModelReply:
+    async def _call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
+        """A model call, after compacting the context when that is due; a refusal of the
+        prompt as too long compacts it and tries once more."""
+        self.tools = self.session.toolset()
+        schemas = self.tools.schemas
+        if compactor.due(schemas):
+            await compactor.run("auto", self.turn.id, schemas)
+        try:
+            return await self._model_call(model, compactor)
+        except ModelError as exc:
+            if exc.kind != "contextWindowExceeded":
+                raise
+            compactor.learn(exc, schemas)
+            if await compactor.run("overflow", self.turn.id, schemas) is None:
+                raise
+        return await self._model_call(model, compactor)
+
+    async def _model_call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
         from turnstoned.llm.openai_chat import stream_reply  # imports openai: not on startup
 
         msg_id, rsn_id = m.new_id("msg"), m.new_id("rsn")
@@ -121,9 +142,8 @@ class TurnRunner:
             texts[rsn_id].append(delta)
             rsn_out.push(delta)
 
-        messages = [{"role": "system", "content": self.session.system_prompt(model.name)},
-                    *m.to_openai(self.session.history)]
-        self.tools = self.session.toolset()
+        messages = compaction.outgoing(self.session, model.name, self.session.history)
+        self._fixed_chars = compaction.prompt_chars(messages[:1], self.tools.schemas)
         try:
             reply = await stream_reply(model, messages, self.tools.schemas, on_text, on_reasoning)
         except (asyncio.CancelledError, ModelError):
@@ -138,28 +158,32 @@ class TurnRunner:
             for item_id, make in ((rsn_id, p.ReasoningItem), (msg_id, p.AgentMessageItem)):
                 if item_id in self._open_items:
                     self._item_completed(make(id=item_id, text="".join(texts[item_id])))
-        self._count_usage(model, messages, reply)
+        tokens = self._count_usage(compaction.prompt_chars(messages, self.tools.schemas), reply)
+        self.sink.notify(p.SessionUsage(
+            session_id=self.session.id, context_tokens=tokens,
+            context_window=compactor.limits().window, estimated=not reply.usage))
         self._reply_id = msg_id
         return reply
 
-    def _count_usage(self, model: ModelSettings, messages: list[dict[str, Any]],
-                     reply: ModelReply) -> None:
-        """Add the call to the turn's usage; ``session/usage`` says how full the context is
-        (the prompt plus the reply, as the server counted it or estimated from the text)."""
+    def _count_usage(self, prompt_chars: int, reply: ModelReply) -> int:
+        """Add the call to the turn's usage; returns how full the context is (the prompt plus
+        the reply, as the server counted it or estimated from the text). The server's count
+        also calibrates the session's chars per token."""
+        session = self.session
         if reply.usage:
-            self.session.last_usage = reply.usage
+            session.last_usage = reply.usage
             self.usage.prompt_tokens += reply.usage["prompt_tokens"]
             self.usage.completion_tokens += reply.usage["completion_tokens"]
             self.usage.total_tokens += reply.usage["total_tokens"]
-            tokens = int(reply.usage["prompt_tokens"]) + int(reply.usage["completion_tokens"])
+            prompt = int(reply.usage["prompt_tokens"])
+            if prompt > 0:
+                session.chars_per_token = min(8.0, max(1.0, prompt_chars / prompt))
+            tokens = prompt + int(reply.usage["completion_tokens"])
         else:
-            chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(self.tools.schemas))
-            chars += len(reply.content) + len(reply.reasoning)
+            chars = prompt_chars + len(reply.content) + len(reply.reasoning)
             chars += sum(len(c.name) + len(c.arguments or "") for c in reply.tool_calls)
-            tokens = (chars + 3) // 4
-        self.sink.notify(p.SessionUsage(
-            session_id=self.session.id, context_tokens=tokens, context_window=model.context_window,
-            estimated=not reply.usage))
+            tokens = int(chars / session.chars_per_token + 0.99)
+        return tokens
 
     # ----------------------------------------------------------- commits
 
@@ -216,12 +240,9 @@ class TurnRunner:
         return m.Message(role="user", content="\n\n".join(parts), id=m.new_id("user"),
                          turn_id=self.turn.id, notice=notice), queued
 
-    def _budget(self) -> Budget:
-        window = self.session.env.settings.context_window * 4
-        used = sum(len(x.text()) + sum(len(c.arguments) for c in x.tool_calls)
-                   for x in self.session.history)
-        used += len(json.dumps(self.tools.schemas))
-        return Budget(remaining=window - used, cap=self.session.env.output_cap())
+    def _budget(self, compactor: Compactor) -> Budget:
+        return compaction.result_budget(self.session.history, compactor.limits(), self._fixed_chars,
+                                        self.session.env.output_cap(), compactor.enabled)
 
     # ----------------------------------------------------------- interrupts
 

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.2";
+export const PROTOCOL_REVISION = "1.3";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -300,6 +300,7 @@ export interface NoticeItem {
   id: string;
   kind: string;
   text: string;
+  detail?: string | null;
 }
 
 /**
@@ -366,6 +367,32 @@ export interface ServerCapabilities {
 export interface ServerInfo {
   name: string;
   version: string;
+}
+
+/**
+ * ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it
+ * compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
+ */
+export interface SessionCompactResult {
+  status: "compacted" | "scheduled" | "unchanged";
+  text?: string;
+}
+
+/**
+ * The older part of the conversation left the model's view for a summary (or, when the
+ * summary could not be written, a note that it was dropped); history and recall keep it.
+ */
+export interface SessionCompacted {
+  sessionId: string;
+  turnId?: string | null;
+  trigger: "auto" | "manual" | "overflow";
+  mode: "dropped" | "summary";
+  messages: number;
+  contextTokensBefore: number;
+  contextTokensAfter: number;
+  contextWindow: number;
+  text: string;
+  summary?: string;
 }
 
 export interface SessionInfo {
@@ -563,6 +590,8 @@ export type ResolvedDecision = "always" | "approve" | "auto" | "cancelled" | "de
 export type TurnStatus = "completed" | "failed" | "interrupted";
 export type SessionStatus = "closed" | "idle" | "running";
 export type FileChangeKind = "create" | "delete" | "modify";
+export type CompactionTrigger = "auto" | "manual" | "overflow";
+export type CompactionMode = "dropped" | "summary";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
@@ -580,6 +609,7 @@ export const Method = {
   sessionList: "session/list",
   sessionResume: "session/resume",
   sessionClose: "session/close",
+  sessionCompact: "session/compact",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
   toolList: "tool/list",
@@ -602,6 +632,7 @@ export const Method = {
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
+  sessionCompacted: "session/compacted",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   cancelRequest: "$/cancelRequest",
@@ -619,6 +650,7 @@ export interface ClientRequests {
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
   "session/close": { params: SessionRef; result: Empty };
+  "session/compact": { params: SessionRef; result: SessionCompactResult };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };
   "tool/list": { params: ToolListParams; result: ToolListResult };
@@ -645,6 +677,7 @@ export interface DaemonNotifications {
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
+  "session/compacted": SessionCompacted;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
   "$/cancelRequest": CancelParams;

@@ -206,6 +206,7 @@
 ---@field id string
 ---@field kind string
 ---@field text string
+---@field detail? string|nil
 
 ---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
 ---@field sessionId string
@@ -253,6 +254,22 @@
 ---@class turnstoned.ServerInfo
 ---@field name string
 ---@field version string
+
+---@class turnstoned.SessionCompactResult ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
+---@field status 'compacted'|'scheduled'|'unchanged'
+---@field text? string
+
+---@class turnstoned.SessionCompacted The older part of the conversation left the model's view for a summary (or, when the summary could not be written, a note that it was dropped); history and recall keep it.
+---@field sessionId string
+---@field turnId? string|nil
+---@field trigger 'auto'|'manual'|'overflow'
+---@field mode 'dropped'|'summary'
+---@field messages integer
+---@field contextTokensBefore integer
+---@field contextTokensAfter integer
+---@field contextWindow integer
+---@field text string
+---@field summary? string
 
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
@@ -412,6 +429,8 @@
 ---@alias turnstoned.TurnStatus 'completed'|'failed'|'interrupted'
 ---@alias turnstoned.SessionStatus 'closed'|'idle'|'running'
 ---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
+---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
+---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
@@ -422,7 +441,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.2"
+M.PROTOCOL_REVISION = "1.3"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -434,6 +453,7 @@ M.methods = {
   session_list = "session/list",
   session_resume = "session/resume",
   session_close = "session/close",
+  session_compact = "session/compact",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
   tool_list = "tool/list",
@@ -456,6 +476,7 @@ M.methods = {
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   session_usage = "session/usage",
+  session_compacted = "session/compacted",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   cancel_request = "$/cancelRequest",
@@ -474,6 +495,7 @@ M.directions = {
   ["session/list"] = { direction = "client->daemon", kind = "request" },
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
   ["session/close"] = { direction = "client->daemon", kind = "request" },
+  ["session/compact"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
@@ -496,6 +518,7 @@ M.directions = {
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
+  ["session/compacted"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
