@@ -119,7 +119,7 @@ class TurnRunner:
         try:
             return await self._model_call(model, compactor)
         except ModelError as exc:
-            if exc.kind != "contextWindowExceeded":
+            if exc.kind != "contextWindowExceeded" or not compactor.enabled:
                 raise
             compactor.learn(exc, schemas)
             if await compactor.run("overflow", self.turn.id, schemas) is None:
