@@ -44,13 +44,16 @@ class Brain:
     def __init__(self, summary: str = SUMMARY) -> None:
         self.summary = summary
         self.fail_summaries = False
+        self.summary_delay = 0.0  # seconds before the summary's response starts
         self.plan: list[Response] = []
         self.summary_requests: list[dict[str, Any]] = []
 
     def __call__(self, request: dict[str, Any]) -> Response:
         if not request.get("tools"):
             self.summary_requests.append(request)
-            return error(500, "the summariser is down") if self.fail_summaries else text(self.summary)
+            if self.fail_summaries:
+                return error(500, "the summariser is down")
+            return text(self.summary, start_delay=self.summary_delay)
         if self.plan:
             return self.plan.pop(0)
         last = request["messages"][-1]

@@ -3,6 +3,7 @@ that counts prompts the way llama-server does (and can refuse them over its wind
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable
@@ -116,6 +117,31 @@ async def test_a_long_turn_compacts_between_its_rounds_keeping_each_call_with_it
     assert model.rejected == []  # no result ever went out without its call
 
 
+async def test_a_result_compaction_can_make_room_for_arrives_whole(
+        make_engine: Callable[[str], Engine], sink: RecordingSink, model: ScriptedModel,
+        brain: Brain, tmp_path: Path) -> None:
+    engine = make_engine("[model]\ncontext_window = 16384\n[session]\nkeep_recent_turns = 1\n")
+    model.max_prompt_tokens = 16384
+    files(tmp_path, 3, size=6000)
+    big = "".join(f"big line {i:05d} of a file larger than what is left of the window\n"
+                  for i in range(400)) + "THE-LAST-LINE\n"  # ~26,000 chars
+    (tmp_path / "big.txt").write_text(big)
+    sid = start(engine, tmp_path)
+    for n in range(1, 4):
+        await run(engine, sink, sid, f"read f{n}.txt")
+    assert sink.of("session/compacted") == []
+    last = [u for u in sink.of("session/usage")][-1]["contextTokens"]
+    assert last + len(big) // 4 > 16384  # it cannot join the context as it is
+    done = await run(engine, sink, sid, "read big.txt")
+    assert done["status"] == "completed" and model.refused_for_size == 0
+    output = [e["item"] for e in sink.of("item/completed")
+              if e["item"]["type"] == "toolCall"][-1]["output"]
+    assert "chars truncated" not in output and "THE-LAST-LINE" in output
+    assert sink.of("session/compacted")[0]["turnId"] == done["turnId"]
+    sent = json.dumps(after_summary(model, brain)["messages"])
+    assert "big line 00200" in sent and "THE-LAST-LINE" in sent
+
+
 async def test_session_compact_on_demand_between_turns_and_during_one(
         make_engine: Callable[[str], Engine], sink: RecordingSink, model: ScriptedModel,
         brain: Brain, tmp_path: Path) -> None:
@@ -150,6 +176,27 @@ async def test_session_compact_on_demand_between_turns_and_during_one(
     second = sink.of("session/compacted")[1]
     assert second["trigger"] == "manual" and second["turnId"] == done["turnId"]
     assert done["status"] == "completed" and model.rejected == []
+
+
+async def test_a_turn_started_during_a_compaction_waits_for_it(
+        make_engine: Callable[[str], Engine], sink: RecordingSink, model: ScriptedModel,
+        brain: Brain, tmp_path: Path) -> None:
+    engine = make_engine("[session]\nkeep_recent_turns = 1\n")
+    sid = start(engine, tmp_path)
+    for n in range(1, 3):
+        brain.plan.append(text(f"hello back {n}"))
+        await run(engine, sink, sid, f"hello {n}")
+    brain.summary_delay = 0.5
+    compacting = asyncio.create_task(engine.compact(sid))
+    asked = len(model.requests) + 1
+    await asyncio.to_thread(model.wait_requests, asked)  # the summary call is under way
+    brain.plan.append(text("hello back 3"))
+    done = await run(engine, sink, sid, "hello 3")
+    assert (await compacting).status == "compacted" and done["status"] == "completed"
+    sent = model.requests[-1]["messages"]  # sent after the compaction, not beside it
+    assert SUMMARY in sent[1]["content"] and "hello 1" not in json.dumps(sent)
+    assert [x["content"] for x in sent[2:]] == ["hello back 2", "hello 3"]
+    assert model.rejected == []
 
 
 async def test_recall_finds_compacted_messages_and_says_so(

@@ -152,21 +152,21 @@ class Compactor:
     def limits(self) -> Limits:
         return limits(self.cfg, self.model, self.session)
 
-    def tokens(self, history: list[m.Message], schemas: list[dict[str, Any]]) -> int:
-        """The estimated prompt size of a model call sending ``history``."""
-        chars = prompt_chars(outgoing(self.session, self.model.name, history), schemas)
+    def tokens(self, chars: int) -> int:
+        """A prompt's size in tokens, from its size in chars."""
         return math.ceil(chars / self.session.chars_per_token)
 
-    def due(self, schemas: list[dict[str, Any]]) -> bool:
-        if self.session.compact_requested:
-            return True
-        lim = self.limits()
-        return self.enabled and self.tokens(self.session.history, schemas) >= lim.trigger
+    def measure(self, history: list[m.Message], schemas: list[dict[str, Any]]) -> int:
+        """The estimated prompt size of a model call sending ``history``."""
+        return self.tokens(prompt_chars(outgoing(self.session, self.model.name, history), schemas))
 
-    def learn(self, refusal: ModelError, schemas: list[dict[str, Any]]) -> None:
-        """The server refused the prompt as too long: its window is what it named, or else
-        below what was sent."""
-        sent = self.tokens(self.session.history, schemas)
+    def due(self, tokens: int) -> bool:
+        """Whether a prompt of ``tokens`` is to be compacted first (or it was asked for)."""
+        return self.session.compact_requested or (self.enabled and tokens >= self.limits().trigger)
+
+    def learn(self, refusal: ModelError, sent: int) -> None:
+        """The server refused a prompt of ``sent`` tokens as too long: its window is what it
+        named, or else below what was sent."""
         window = refusal.context_limit or int(sent * 0.8)
         if window < self.limits().window:
             log.info("session %s: the model server's window is about %d tokens", self.session.id,
@@ -181,8 +181,8 @@ class Compactor:
             if session.compact_requested:  # asked for with session/compact while a turn ran
                 session.compact_requested = False
                 trigger = "manual" if trigger == "auto" else trigger
-            elif trigger == "auto" and not self.due(schemas):
-                return None  # another compaction ran while this one waited
+            elif trigger == "auto" and not self.due(self.measure(session.history, schemas)):
+                return None  # not due, or another compaction ran while this one waited
             lim = self.limits()
             cut = choose_cut(session.history, lim)
             if not cut:
@@ -190,14 +190,14 @@ class Compactor:
             older = session.history[:cut]
             previous = older[0] if older[0].notice == m.SUMMARY_NOTICE else None
             count = len(older) - (previous is not None)
-            before = self.tokens(session.history, schemas)
+            before = self.measure(session.history, schemas)
             summary, message, reason = await self._replacement(older, count, lim, previous)
             kept = session.history[cut:]
             view = [message, *kept]
             event = p.SessionCompacted(
                 session_id=session.id, turn_id=turn_id, trigger=trigger,
                 mode="summary" if summary else "dropped", messages=count,
-                context_tokens_before=before, context_tokens_after=self.tokens(view, schemas),
+                context_tokens_before=before, context_tokens_after=self.measure(view, schemas),
                 context_window=lim.window, text="", summary=summary)
             event.text = _notice_text(event, reason)
             session.store.add_compaction(session.id, kept[0].id if kept else None, m.encode(message),

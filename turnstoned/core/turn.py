@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_model
@@ -109,24 +110,35 @@ class TurnRunner:
                                    item_id=item_id, delta=text))
         return Coalescer(flush)
 
+    def _prompt(self, model: ModelSettings) -> tuple[list[dict[str, Any]], int]:
+        """The messages of the next model call, and their size with the tools in chars."""
+        messages = compaction.outgoing(self.session, model.name, self.session.history)
+        return messages, compaction.prompt_chars(messages, self.tools.schemas)
+
     async def _call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
-        """A model call, after compacting the context when that is due; a refusal of the
-        prompt as too long compacts it and tries once more."""
+        """A model call, after compacting the context when that is due (or waiting for a
+        compaction under way); a refusal of the prompt as too long compacts it and tries
+        once more."""
         self.tools = self.session.toolset()
         schemas = self.tools.schemas
-        if compactor.due(schemas):
+        prompt = self._prompt(model)
+        if compactor.due(compactor.tokens(prompt[1])) or self.session.compact_lock.locked():
+            view = self.session.history
             await compactor.run("auto", self.turn.id, schemas)
+            if self.session.history is not view:
+                prompt = self._prompt(model)
         try:
-            return await self._model_call(model, compactor)
+            return await self._model_call(model, compactor, *prompt)
         except ModelError as exc:
             if exc.kind != "contextWindowExceeded" or not compactor.enabled:
                 raise
-            compactor.learn(exc, schemas)
+            compactor.learn(exc, compactor.tokens(prompt[1]))
             if await compactor.run("overflow", self.turn.id, schemas) is None:
                 raise
-        return await self._model_call(model, compactor)
+        return await self._model_call(model, compactor, *self._prompt(model))
 
-    async def _model_call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
+    async def _model_call(self, model: ModelSettings, compactor: Compactor,
+                          messages: list[dict[str, Any]], chars: int) -> ModelReply:
         from turnstoned.llm.openai_chat import stream_reply  # imports openai: not on startup
 
         msg_id, rsn_id = m.new_id("msg"), m.new_id("rsn")
@@ -142,7 +154,6 @@ class TurnRunner:
             texts[rsn_id].append(delta)
             rsn_out.push(delta)
 
-        messages = compaction.outgoing(self.session, model.name, self.session.history)
         self._fixed_chars = compaction.prompt_chars(messages[:1], self.tools.schemas)
         try:
             reply = await stream_reply(model, messages, self.tools.schemas, on_text, on_reasoning)
@@ -158,7 +169,7 @@ class TurnRunner:
             for item_id, make in ((rsn_id, p.ReasoningItem), (msg_id, p.AgentMessageItem)):
                 if item_id in self._open_items:
                     self._item_completed(make(id=item_id, text="".join(texts[item_id])))
-        tokens = self._count_usage(compaction.prompt_chars(messages, self.tools.schemas), reply)
+        tokens = self._count_usage(chars, reply)
         self.sink.notify(p.SessionUsage(
             session_id=self.session.id, context_tokens=tokens,
             context_window=compactor.limits().window, estimated=not reply.usage))
