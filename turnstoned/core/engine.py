@@ -182,7 +182,6 @@ class Engine:
         model = resolve_model(self.config.model, session.model)
         if isinstance(model, str):
             raise EngineError(ErrorCode.CONFIG_ERROR, model)
-        session.compact_requested = False
         event = await compactor(session, self.config, model, self.sink).run(
             "manual", None, session.toolset().schemas)
         if event is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -113,6 +114,7 @@ class TurnRunner:
     def _prompt(self, model: ModelSettings) -> tuple[list[dict[str, Any]], int]:
         """The messages of the next model call, and their size with the tools in chars."""
         messages = compaction.outgoing(self.session, model.name, self.session.history)
+        self._fixed_chars = compaction.prompt_chars(messages[:1], self.tools.schemas)
         return messages, compaction.prompt_chars(messages, self.tools.schemas)
 
     async def _call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
@@ -128,17 +130,19 @@ class TurnRunner:
             if self.session.history is not view:
                 prompt = self._prompt(model)
         try:
-            return await self._model_call(model, compactor, *prompt)
+            return await self._model_call(model, compactor.limits().window, *prompt)
         except ModelError as exc:
             if exc.kind != "contextWindowExceeded" or not compactor.enabled:
                 raise
             compactor.learn(exc, compactor.tokens(prompt[1]))
             if await compactor.run("overflow", self.turn.id, schemas) is None:
                 raise
-        return await self._model_call(model, compactor, *self._prompt(model))
+        return await self._model_call(model, compactor.limits().window, *self._prompt(model))
 
-    async def _model_call(self, model: ModelSettings, compactor: Compactor,
+    async def _model_call(self, model: ModelSettings, window: int,
                           messages: list[dict[str, Any]], chars: int) -> ModelReply:
+        """Stream one reply to ``messages`` (``chars`` long with the tools) and report how
+        full the context of ``window`` tokens is."""
         from turnstoned.llm.openai_chat import stream_reply  # imports openai: not on startup
 
         msg_id, rsn_id = m.new_id("msg"), m.new_id("rsn")
@@ -154,7 +158,6 @@ class TurnRunner:
             texts[rsn_id].append(delta)
             rsn_out.push(delta)
 
-        self._fixed_chars = compaction.prompt_chars(messages[:1], self.tools.schemas)
         try:
             reply = await stream_reply(model, messages, self.tools.schemas, on_text, on_reasoning)
         except (asyncio.CancelledError, ModelError):
@@ -172,7 +175,7 @@ class TurnRunner:
         tokens = self._count_usage(chars, reply)
         self.sink.notify(p.SessionUsage(
             session_id=self.session.id, context_tokens=tokens,
-            context_window=compactor.limits().window, estimated=not reply.usage))
+            context_window=window, estimated=not reply.usage))
         self._reply_id = msg_id
         return reply
 
@@ -193,7 +196,7 @@ class TurnRunner:
         else:
             chars = prompt_chars + len(reply.content) + len(reply.reasoning)
             chars += sum(len(c.name) + len(c.arguments or "") for c in reply.tool_calls)
-            tokens = int(chars / session.chars_per_token + 0.99)
+            tokens = math.ceil(chars / session.chars_per_token)
         return tokens
 
     # ----------------------------------------------------------- commits
