@@ -613,8 +613,6 @@ export type MethodName = (typeof Method)[keyof typeof Method];
 
 /** Requests a client sends; the daemon answers. */
 export interface ClientRequests {
-  "initialize": { params: InitializeParams; result: InitializeResult };
-  "shutdown": { params: null; result: null };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
@@ -647,8 +645,6 @@ export interface DaemonNotifications {
   "session/usage": SessionUsage;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
-  "$/cancelRequest": CancelParams;
-  "window/showMessage": ShowMessageParams;
 }
 
 /** Requests the daemon sends; the client answers. */
@@ -659,8 +655,20 @@ export interface DaemonRequests {
 
 /** Notifications a client sends. */
 export interface ClientNotifications {
+}
+
+/** LSP lifecycle requests (either side). */
+export interface LspRequests {
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "shutdown": { params: null; result: null };
+}
+
+/** LSP lifecycle notifications (either side). */
+export interface LspNotifications {
   "initialized": Empty;
   "exit": null;
+  "$/cancelRequest": CancelParams;
+  "window/showMessage": ShowMessageParams;
 }
 
 /** JSON-RPC error codes; `data.kind` of an error carries the name. */
