@@ -49,6 +49,7 @@ class ErrorCode(enum.IntEnum):
     MCP_SERVER_NOT_FOUND = -32013
     CONFIG_ERROR = -32014
     FILE_CHANGE_NOT_PENDING = -32020
+    WATCH_NOT_FOUND = -32021
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -64,6 +65,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
     ErrorCode.CONFIG_ERROR: "configError",
     ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+    ErrorCode.WATCH_NOT_FOUND: "watchNotFound",
 }
 
 TurnErrorKind = Literal[
@@ -363,6 +365,50 @@ class FileChangeReadResult(Wire, kw_only=True):
     new_text: str
 
 
+class WatchInfo(Wire, kw_only=True):
+    """A command the daemon polls for a session (the model's ``watch`` tool)."""
+
+    watch_id: str
+    session_id: str
+    name: str
+    command: str
+    interval_seconds: float
+    # The condition that ends the watch; null: it fires when the output changes.
+    stop_on: str | None = None
+    max_polls: int
+    poll_count: int = 0
+    active: bool = True
+    # Why an inactive watch ended ("condition met: ...", "cancelled by the user", ...).
+    ended: str | None = None
+    next_poll_at: str | None = None
+    last_poll_at: str | None = None
+    last_exit_code: int | None = None
+    created_at: str
+
+
+class WatchListParams(Wire, kw_only=True):
+    """Without ``sessionId``: the active watches of every session."""
+
+    session_id: str | None = None
+
+
+class WatchListResult(Wire, kw_only=True):
+    watches: list[WatchInfo]
+
+
+class WatchCancelParams(Wire, kw_only=True):
+    """``name`` is the watch's name or a prefix (4 or more characters) of its id."""
+
+    session_id: str
+    name: str
+
+
+class WatchCancelResult(Wire, kw_only=True):
+    watch: WatchInfo
+    # False when the watch had already ended (``watch.ended`` says why).
+    cancelled: bool
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -534,6 +580,9 @@ METHODS: tuple[Method, ...] = (
          "Skills a session (or, without one, the user) can load, and which one is active."),
     _req("fileChange/read", FileChangeReadParams, FileChangeReadResult,
          "The whole proposed content of a file change awaiting approval (for a diff view)."),
+    _req("watch/list", WatchListParams, WatchListResult,
+         "Active watches (commands the daemon polls for a session), the next due first."),
+    _req("watch/cancel", WatchCancelParams, WatchCancelResult, "Stop one of a session's watches."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", AgentMessageDelta, "Text of the assistant message (coalesced)."),

@@ -161,7 +161,8 @@ class Batch:
             if raw.id in seen:  # a duplicate id would make the history invalid
                 raw.id = f"{raw.id}_{len(seen) + 1}"
             seen.add(raw.id)
-            ctx = ToolContext(env=setup.env, call_id=raw.id, cancel=setup.cancel)
+            ctx = ToolContext(env=setup.env, call_id=raw.id, cancel=setup.cancel,
+                              turn_id=setup.turn_id)
             calls.append(prepare_one(raw, handles.get(raw.name.strip()), available, ctx))
         return cls(setup, handles, calls, apply_batch_policies(calls))
 
@@ -235,7 +236,7 @@ class Batch:
             stream.push(chunk)
 
         return ToolContext(env=setup.env, call_id=call.call_id, cancel=setup.cancel,
-                           emit_output=emit)
+                           turn_id=setup.turn_id, emit_output=emit)
 
     def _fold(self, outcomes: list[Outcome], budget: Budget, feedback: list[str]) -> Folded:
         """Phase 4: each result through the repeat check, the budget and the guard."""

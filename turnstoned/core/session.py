@@ -49,6 +49,7 @@ class Session:
         self.last_usage: dict[str, Any] | None = None
         self.search = SearchSettings()
         self.repeats = RepeatDetector()
+        self.wakes = 0  # turns started by watch reports since the user last spoke
 
     # ----------------------------------------------------------- state
 

@@ -4,7 +4,7 @@ Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
 loses nothing the fold had committed. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``) live in the same file.
+Memories (``memory``) and watches (``watches``) live in the same file.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
+from turnstoned.store import watches as _watches
 from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class Store(Database):
         super().__init__(path)
         self._db.executescript(_SCHEMA)
         _memory.install(self._db)
+        _watches.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from turnstoned.protocol import EffectStatus, FileChangeKind
 
 if TYPE_CHECKING:
+    from turnstoned.config import NotifyConfig
     from turnstoned.mcp.manager import MCPManager
     from turnstoned.store import Store
 
@@ -139,6 +140,12 @@ class Services:
     # Extra system-message sections (MCP catalogs, the active skill, ...): each
     # callable returns text for a session, or "" to add nothing.
     prompt_sections: list[Callable[[SessionEnv], str]] = field(default_factory=list)
+    # Tells the watch runner that watches were added or ended (it sleeps until the next poll).
+    watches_changed: Callable[[], None] = lambda: None
+    # Where ``notify`` sends (the editor, configured webhooks); None: the editor only.
+    notify: NotifyConfig | None = None
+    # Per-turn counters (e.g. notifications sent), keyed by "<what>:<turn id>".
+    turn_counts: dict[str, int] = field(default_factory=dict)
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""
@@ -176,6 +183,8 @@ class SessionEnv:
     # exited: notice(kind, text, data). The session folds `text` into the
     # conversation at the next seam and notifies the editor.
     notice: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
+    # The same for the editor only (e.g. a notification for the user): announce(kind, text, data).
+    announce: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
     # Session state that survives a daemon restart (JSON values), e.g. the active
     # skill or tools expanded by tool search. Write it only through ``persist``.
     persisted: dict[str, Any] = field(default_factory=dict)
@@ -244,6 +253,7 @@ class ToolContext:
     env: SessionEnv
     call_id: str = ""
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    turn_id: str = ""  # the turn the call belongs to (a task agent's calls: its parent's turn)
     # Stream a chunk of output to the editor (item/toolCall/outputDelta).
     emit_output: Callable[[str], None] = lambda chunk: None
 

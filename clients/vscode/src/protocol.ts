@@ -394,6 +394,50 @@ export interface UserMessageItem {
   text: string;
 }
 
+/**
+ * ``name`` is the watch's name or a prefix (4 or more characters) of its id.
+ */
+export interface WatchCancelParams {
+  sessionId: string;
+  name: string;
+}
+
+export interface WatchCancelResult {
+  watch: WatchInfo;
+  cancelled: boolean;
+}
+
+/**
+ * A command the daemon polls for a session (the model's ``watch`` tool).
+ */
+export interface WatchInfo {
+  watchId: string;
+  sessionId: string;
+  name: string;
+  command: string;
+  intervalSeconds: number;
+  stopOn?: string | null;
+  maxPolls: number;
+  pollCount?: number;
+  active?: boolean;
+  ended?: string | null;
+  nextPollAt?: string | null;
+  lastPollAt?: string | null;
+  lastExitCode?: number | null;
+  createdAt: string;
+}
+
+/**
+ * Without ``sessionId``: the active watches of every session.
+ */
+export interface WatchListParams {
+  sessionId?: string | null;
+}
+
+export interface WatchListResult {
+  watches: WatchInfo[];
+}
+
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";
 export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
@@ -425,6 +469,8 @@ export const Method = {
   memoryDelete: "memory/delete",
   skillList: "skill/list",
   fileChangeRead: "fileChange/read",
+  watchList: "watch/list",
+  watchCancel: "watch/cancel",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -456,6 +502,8 @@ export interface ClientRequests {
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };
   "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
+  "watch/list": { params: WatchListParams; result: WatchListResult };
+  "watch/cancel": { params: WatchCancelParams; result: WatchCancelResult };
 }
 
 /** Notifications the daemon sends. */
@@ -496,6 +544,7 @@ export const ErrorCode = {
   MCP_SERVER_NOT_FOUND: -32013,
   CONFIG_ERROR: -32014,
   FILE_CHANGE_NOT_PENDING: -32020,
+  WATCH_NOT_FOUND: -32021,
 } as const;
 
 export const ErrorKind = {
@@ -511,4 +560,5 @@ export const ErrorKind = {
   MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
   CONFIG_ERROR: "configError",
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+  WATCH_NOT_FOUND: "watchNotFound",
 } as const;

@@ -300,6 +300,36 @@
 ---@field id string
 ---@field text string
 
+---@class turnstoned.WatchCancelParams ``name`` is the watch's name or a prefix (4 or more characters) of its id.
+---@field sessionId string
+---@field name string
+
+---@class turnstoned.WatchCancelResult
+---@field watch turnstoned.WatchInfo
+---@field cancelled boolean
+
+---@class turnstoned.WatchInfo A command the daemon polls for a session (the model's ``watch`` tool).
+---@field watchId string
+---@field sessionId string
+---@field name string
+---@field command string
+---@field intervalSeconds number
+---@field stopOn? string|nil
+---@field maxPolls integer
+---@field pollCount? integer
+---@field active? boolean
+---@field ended? string|nil
+---@field nextPollAt? string|nil
+---@field lastPollAt? string|nil
+---@field lastExitCode? integer|nil
+---@field createdAt string
+
+---@class turnstoned.WatchListParams Without ``sessionId``: the active watches of every session.
+---@field sessionId? string|nil
+
+---@class turnstoned.WatchListResult
+---@field watches turnstoned.WatchInfo[]
+
 ---@alias turnstoned.TurnErrorKind 'badRequest'|'contextWindowExceeded'|'internal'|'interrupted'|'notConfigured'|'rateLimited'|'turnLimit'|'unauthorized'|'upstreamUnavailable'
 ---@alias turnstoned.SessionKind 'coordinator'|'interactive'
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
@@ -336,6 +366,8 @@ M.methods = {
   memory_delete = "memory/delete",
   skill_list = "skill/list",
   file_change_read = "fileChange/read",
+  watch_list = "watch/list",
+  watch_cancel = "watch/cancel",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -366,6 +398,8 @@ M.directions = {
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
   ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
+  ["watch/list"] = { direction = "client->daemon", kind = "request" },
+  ["watch/cancel"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -394,6 +428,7 @@ M.error_codes = {
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
   FILE_CHANGE_NOT_PENDING = -32020,
+  WATCH_NOT_FOUND = -32021,
 }
 
 M.error_kinds = {
@@ -409,6 +444,7 @@ M.error_kinds = {
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
   FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
+  WATCH_NOT_FOUND = "watchNotFound",
 }
 
 return M
