@@ -422,6 +422,8 @@ class ItemStarted(Event, kw_only=True):
     turn_id: str
     item_id: str
     item: Item
+    # Set on the items of a task agent: the ``task_agent`` call they belong to.
+    parent_call_id: str | None = None
 
 
 class ItemDelta(Event, kw_only=True):
@@ -429,6 +431,7 @@ class ItemDelta(Event, kw_only=True):
     turn_id: str
     item_id: str
     delta: str
+    parent_call_id: str | None = None
 
 
 class AgentMessageDelta(ItemDelta, kw_only=True):
@@ -445,6 +448,7 @@ class ToolOutputDelta(Event, kw_only=True):
     item_id: str
     call_id: str
     chunk: str
+    parent_call_id: str | None = None
 
 
 class ItemCompleted(Event, kw_only=True):
@@ -452,6 +456,7 @@ class ItemCompleted(Event, kw_only=True):
     turn_id: str
     item_id: str
     item: Item
+    parent_call_id: str | None = None
 
 
 class ApprovalResolved(Event, kw_only=True):
@@ -462,6 +467,7 @@ class ApprovalResolved(Event, kw_only=True):
     decision: ResolvedDecision
     # When the answer decided calls one by one: what each asked-about call got.
     calls: dict[str, Decision] = {}
+    parent_call_id: str | None = None
 
 
 class TurnCompleted(Event, kw_only=True):
@@ -512,6 +518,8 @@ class ApprovalRequestParams(Event, kw_only=True):
     items: list[ApprovalRequestItem]
     # The calls cannot be decided one by one (they change the same file): answer the cycle.
     atomic: bool = False
+    # Asked by a task agent: the ``task_agent`` call whose agent wants to run these calls.
+    parent_call_id: str | None = None
 
 
 class CallDecision(Wire, kw_only=True):

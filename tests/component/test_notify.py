@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -109,7 +110,7 @@ async def test_notify_reaches_the_editor_and_each_channel_in_its_shape(
 
     slack = receiver.to("/slack")
     assert [body for body, _, _ in slack] == [{"text": "*CI*\nAll 312 tests pass."}] * 3
-    gaps = [b[2] - a[2] for a, b in zip(slack, slack[1:], strict=False)]
+    gaps = [b[2] - a[2] for a, b in itertools.pairwise(slack)]
     assert 0.9 <= gaps[0] < 2.5 and 2.9 <= gaps[1] < 5.0  # retries after 1 s, then 3 s
     assert [b for b, _, _ in receiver.to("/discord")] == [{"content": "**Deploy**\nDeploy done."}]
     [(generic, headers, _)] = receiver.to("/generic")

@@ -17,6 +17,7 @@ from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
 from turnstoned.core import mcplink
+from turnstoned.core.agent import AgentHost
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
@@ -48,6 +49,7 @@ class Engine:
         self.mcp = mcplink.make_manager(config)
         self.services.mcp = self.mcp
         self.services.notify = config.notify
+        self.services.agents = AgentHost(self)
         self.services.prompt_sections.append(self._mcp_section)
         self.mcp.add_status_listener(lambda status: sink.notify(mcplink.status_changed(status)))
         self.watches = WatchDesk(self)

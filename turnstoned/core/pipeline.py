@@ -269,7 +269,9 @@ class Batch:
             return None
         folded = Folded(messages=[], items=[])
         for c in self.calls:
-            if c.call_id in self.started:
+            if c.call_id in self.started and c.receipt is not None:
+                out = c.receipt(reason)
+            elif c.call_id in self.started:
                 tail = "".join(self.streamed.get(c.call_id, []))[-2000:]
                 text = (f"{reason} Outcome UNKNOWN — this call may have begun executing before the "
                         "turn was stopped; do not assume it did not run, and reconcile before "

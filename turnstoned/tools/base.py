@@ -81,6 +81,9 @@ class PreparedCall:
     data: Any = None  # tool-specific state handed from prepare to execute
     policy: BatchPolicy | None = None
     file_change: FileProposal | None = None
+    # The result to report when the call is interrupted after it started, for a call that
+    # knows better than "outcome unknown" (a task agent: the ledger of its own calls).
+    receipt: Callable[[str], ToolOutput] | None = None
     # Filled in by the pipeline:
     call_id: str = ""
     tool: str = ""
@@ -146,6 +149,8 @@ class Services:
     notify: NotifyConfig | None = None
     # Per-turn counters (e.g. notifications sent), keyed by "<what>:<turn id>".
     turn_counts: dict[str, int] = field(default_factory=dict)
+    # Runs task agents (the ``task_agent`` tool); None where the engine is not running.
+    agents: AgentRunner | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""
@@ -233,6 +238,12 @@ class SessionEnv:
         if self.settings.truncation > 0:
             return self.settings.truncation
         return max(16_384, int(self.settings.context_window * 4 * 0.5))
+
+
+class AgentRunner(Protocol):
+    """Runs the sub-agent of a ``task_agent`` call (the engine's ``core.agent``)."""
+
+    async def run(self, prompt: str, call: PreparedCall, ctx: ToolContext) -> ToolOutput: ...
 
 
 class ToolHandle(Protocol):

@@ -12,6 +12,7 @@ export interface AgentMessageDelta {
   turnId: string;
   itemId: string;
   delta: string;
+  parentCallId?: string | null;
 }
 
 export interface AgentMessageItem {
@@ -37,6 +38,7 @@ export interface ApprovalRequestParams {
   cycleId: string;
   items: ApprovalRequestItem[];
   atomic?: boolean;
+  parentCallId?: string | null;
 }
 
 export interface ApprovalResolved {
@@ -46,6 +48,7 @@ export interface ApprovalResolved {
   callIds: string[];
   decision: "always" | "approve" | "auto" | "cancelled" | "deny" | "timeout";
   calls?: { [key: string]: "always" | "approve" | "deny" };
+  parentCallId?: string | null;
 }
 
 /**
@@ -108,6 +111,7 @@ export interface ItemCompleted {
   turnId: string;
   itemId: string;
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+  parentCallId?: string | null;
 }
 
 export interface ItemStarted {
@@ -115,6 +119,7 @@ export interface ItemStarted {
   turnId: string;
   itemId: string;
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+  parentCallId?: string | null;
 }
 
 export interface McpChange {
@@ -220,6 +225,7 @@ export interface ReasoningDelta {
   turnId: string;
   itemId: string;
   delta: string;
+  parentCallId?: string | null;
 }
 
 export interface ReasoningItem {
@@ -346,6 +352,7 @@ export interface ToolOutputDelta {
   itemId: string;
   callId: string;
   chunk: string;
+  parentCallId?: string | null;
 }
 
 export interface TurnCompleted {

@@ -6,6 +6,7 @@
 ---@field turnId string
 ---@field itemId string
 ---@field delta string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.AgentMessageItem
 ---@field type 'agentMessage'
@@ -28,6 +29,7 @@
 ---@field cycleId string
 ---@field items turnstoned.ApprovalRequestItem[]
 ---@field atomic? boolean
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ApprovalResolved
 ---@field sessionId string
@@ -36,6 +38,7 @@
 ---@field callIds string[]
 ---@field decision 'always'|'approve'|'auto'|'cancelled'|'deny'|'timeout'
 ---@field calls? table<string, 'always'|'approve'|'deny'>
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ApprovalResponse The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
 ---@field decision 'always'|'approve'|'deny'
@@ -78,12 +81,14 @@
 ---@field turnId string
 ---@field itemId string
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ItemStarted
 ---@field sessionId string
 ---@field turnId string
 ---@field itemId string
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@field parentCallId? string|nil
 
 ---@class turnstoned.McpChange
 ---@field server string
@@ -159,6 +164,7 @@
 ---@field turnId string
 ---@field itemId string
 ---@field delta string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ReasoningItem
 ---@field type 'reasoning'
@@ -261,6 +267,7 @@
 ---@field itemId string
 ---@field callId string
 ---@field chunk string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.TurnCompleted
 ---@field sessionId string
