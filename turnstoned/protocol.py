@@ -196,6 +196,8 @@ class SessionInfo(Wire, kw_only=True):
     created_at: str
     updated_at: str
     status: SessionStatus
+    # The coordinator session that spawned this one (its tools manage it); null otherwise.
+    parent_session_id: str | None = None
 
 
 class SessionListResult(Wire, kw_only=True):

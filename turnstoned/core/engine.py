@@ -17,9 +17,10 @@ from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
 from turnstoned.core import mcplink
-from turnstoned.core.agent import AgentHost
 from turnstoned.core import messages as m
+from turnstoned.core.agent import AgentHost
 from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
 from turnstoned.core.session import Session, TurnState, iso, resolve_dir, session_info
@@ -50,6 +51,8 @@ class Engine:
         self.services.mcp = self.mcp
         self.services.notify = config.notify
         self.services.agents = AgentHost(self)
+        self.coordinator = Coordinator(self)
+        self.services.coordinator = self.coordinator
         self.services.prompt_sections.append(self._mcp_section)
         self.mcp.add_status_listener(lambda status: sink.notify(mcplink.status_changed(status)))
         self.watches = WatchDesk(self)
@@ -116,7 +119,7 @@ class Engine:
         self.sink.notify(p.SessionNotice(session_id=session.id, kind=kind, text=text,
                                          data=dict(data)))
 
-    def start_session(self, params: p.SessionStartParams) -> Session:
+    def start_session(self, params: p.SessionStartParams, parent_id: str | None = None) -> Session:
         cwd = resolve_dir(params.cwd, Path(os.getcwd()))
         if not cwd.is_dir():
             raise EngineError(ErrorCode.INVALID_PARAMS, f"cwd is not a directory: {cwd}")
@@ -126,7 +129,7 @@ class Engine:
             id=secrets.token_hex(16), kind=params.kind, cwd=str(cwd),
             workspace=str(workspace) if workspace else None, model=params.model,
             title=params.title, skip_permissions=params.skip_permissions, grants=(), state={},
-            closed=False, created_at=now, updated_at=now,
+            closed=False, created_at=now, updated_at=now, parent_id=parent_id,
         )
         self.store.create_session(row)
         return self._open(row)
@@ -178,6 +181,7 @@ class Engine:
         self.store.update_session(session_id, closed=True)
         self.sessions.pop(session_id, None)
         self.watches.session_closed(session_id)
+        self.coordinator.session_changed()
 
     # ----------------------------------------------------------- turns
 
@@ -210,8 +214,10 @@ class Engine:
         return turn.id
 
     def _turn_ended(self, session: Session, turn: TurnState) -> None:
-        """A watch report that arrived as the turn was ending starts the next one (unless the
-        user stopped this one: then it waits for them)."""
+        """Coordinators waiting for this session hear of it; a watch report that arrived as
+        the turn was ending starts the next one (unless the user stopped this one: then it
+        waits for them)."""
+        self.coordinator.session_changed()
         if not self._closed and not turn.cancel.is_set() and self.sessions.get(session.id) is session:
             self.wake(session)
 

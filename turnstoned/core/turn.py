@@ -72,6 +72,7 @@ class TurnRunner:
         finally:
             self._close_open_items()
             self.session.turn = None
+            self.session.last_status = status
             self.sink.notify(p.TurnCompleted(
                 session_id=self.session.id, turn_id=self.turn.id, status=status, error=error,
                 usage=self.usage if self.usage.total_tokens else None))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from turnstoned.config import NotifyConfig
     from turnstoned.mcp.manager import MCPManager
     from turnstoned.store import Store
+    from turnstoned.tools._coordination import Coordination
 
 __all__ = ["EffectStatus"]
 
@@ -151,6 +152,8 @@ class Services:
     turn_counts: dict[str, int] = field(default_factory=dict)
     # Runs task agents (the ``task_agent`` tool); None where the engine is not running.
     agents: AgentRunner | None = None
+    # Child sessions of coordinator sessions (the coordinator tools).
+    coordinator: Coordination | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""

@@ -243,6 +243,7 @@ export interface SessionInfo {
   createdAt: string;
   updatedAt: string;
   status: "closed" | "idle" | "running";
+  parentSessionId?: string | null;
 }
 
 export interface SessionListResult {

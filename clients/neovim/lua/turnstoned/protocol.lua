@@ -180,6 +180,7 @@
 ---@field createdAt string
 ---@field updatedAt string
 ---@field status 'closed'|'idle'|'running'
+---@field parentSessionId? string|nil
 
 ---@class turnstoned.SessionListResult
 ---@field sessions turnstoned.SessionInfo[]
