@@ -193,3 +193,18 @@ async def test_polls_end_at_max_polls_and_bad_conditions_report(
     started = time.monotonic()
     await runner._poll(slow)
     assert "[command timed out after 2s]" in reports[2][1] and time.monotonic() - started < 10
+
+
+async def test_a_report_is_guarded_like_any_tool_result(engine: Engine, sink: RecordingSink,
+                                                        model: ScriptedModel, tmp_path: Path) -> None:
+    leaked = "AKIA" + "ABCDEFGHIJKLMNOP"
+    (tmp_path / "out.txt").write_text(f"aws_access_key_id = {leaked}\nDONE\n")
+    model.push(tool_calls([_create("job", "cat out.txt", poll_every="10s",
+                                   stop_on='"DONE" in output')]), text("watching"), text("seen"))
+    sid = start(engine, tmp_path)
+    await run(engine, sink, sid, "watch the job")
+    _make_due(engine, "job")
+    notice = await sink.wait_for("session/notice", lambda e: e["kind"] == "watch")
+    await sink.wait_for("turn/completed", lambda e: len(sink.of("turn/completed")) == 2)
+    assert leaked not in notice["text"] and leaked not in json.dumps(model.requests[-1])
+    assert "DONE" in model.requests[-1]["messages"][-1]["content"]

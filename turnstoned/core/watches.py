@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 from turnstoned import protocol as p
 from turnstoned.condition import ConditionError, compile_condition, evaluate
 from turnstoned.core.errors import EngineError
+from turnstoned.core.results import GuardSettings, guard_output
 from turnstoned.core.session import iso
 from turnstoned.envscrub import scrub_env
 from turnstoned.protocol import ErrorCode
 from turnstoned.store.watches import Watch, WatchStore
 from turnstoned.tools._procs import OutputCollector, ScriptProcess, start_script
 from turnstoned.tools._safety import blocked_message
-from turnstoned.tools.base import truncate_middle
+from turnstoned.tools.base import ToolOutput, truncate_middle
 from turnstoned.tools.watch import format_duration
 
 if TYPE_CHECKING:
@@ -250,8 +251,16 @@ class WatchDesk:
         reports = [q for q in session.queued if q.notice == "watch"]
         for stale in reports[: max(0, len(reports) - MAX_QUEUED_REPORTS + 1)]:
             session.queued.remove(stale)
-        self.engine.notice(session, "watch", found.text, found.data)
+        self.engine.notice(session, "watch", self._guarded(watch, found.text), found.data)
         self.engine.wake(session)
+
+    def _guarded(self, watch: Watch, text: str) -> str:
+        """The report as the model may read it: command output is untrusted like any tool
+        result, so credentials are redacted and injection attempts flagged."""
+        tools = self.engine.config.tools
+        out, advisory = guard_output(f'watch "{watch.name}"', ToolOutput(text),
+                                     GuardSettings(tools.output_guard, tools.redact_secrets))
+        return out.text() + (f"\n\n{advisory.text}" if advisory is not None else "")
 
     def session_closed(self, session_id: str) -> None:
         if self.store.deactivate_session(session_id, "its session was closed"):
