@@ -72,6 +72,7 @@ class Condition:
 
     source: str
     tree: ast.Expression
+    names: frozenset[str]  # the names it reads (``data`` is parsed only when read)
 
 
 # ---------------------------------------------------------------- checking
@@ -93,7 +94,8 @@ def compile_condition(source: str) -> Condition:
     except (RecursionError, MemoryError) as exc:
         raise ConditionError("the condition is nested too deeply") from exc
     _Checker().check(tree)
-    return Condition(text, tree)
+    names = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in NAMES)
+    return Condition(text, tree, names)
 
 
 class _Checker:
@@ -189,7 +191,8 @@ def _describe(node: ast.AST) -> str:
 
 def evaluate(cond: Condition, output: str, exit_code: int, prev_output: str | None) -> bool:
     """Whether the condition holds for one poll; ``ConditionError`` if it cannot be decided."""
-    env: dict[str, Any] = {"output": output, "data": parse_data(output), "exit_code": exit_code,
+    data = parse_data(output) if "data" in cond.names else None
+    env: dict[str, Any] = {"output": output, "data": data, "exit_code": exit_code,
                            "prev_output": prev_output, "changed": output != prev_output}
     runner = _Runner(env)
     try:
