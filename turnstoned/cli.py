@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--cwd", default=None, help="working directory of the session")
     chat.add_argument("--session", default=None, help="continue this session id")
     chat.add_argument("--model", default=None, help="model name for a new session")
+    chat.add_argument("--coordinator", action="store_true",
+                      help="a coordinator session: it delegates to child sessions, whose "
+                           "activity is shown too")
     chat.add_argument("--follow", action="store_true",
                       help="stay while the session has active watches, printing the turns "
                            "they start")
@@ -165,6 +168,26 @@ class _Printer:
             self._line(f"[{head}] {params['text']}", False)
 
 
+class _Children:
+    """One line per step of the sessions a coordinator spawned (the other sessions' events)."""
+
+    def __init__(self, own: str) -> None:
+        self.own = own
+
+    def __call__(self, method: str, params: dict[str, Any]) -> None:
+        sid = params.get("sessionId")
+        if sid in (None, self.own) or params.get("parentCallId"):
+            return
+        tag, item = f"  [{sid[:8]}]", params.get("item") or {}
+        if method == "item/started" and item.get("type") == "toolCall":
+            print(f"{tag} {item['header']}", file=sys.stderr, flush=True)
+        elif method == "item/completed" and item.get("type") == "agentMessage" and item["text"]:
+            first = item["text"].strip().splitlines()[0][:200]
+            print(f"{tag} ⤷ {first}", file=sys.stderr, flush=True)
+        elif method == "turn/completed" and params["status"] != "completed":
+            print(f"{tag} turn {params['status']}", file=sys.stderr, flush=True)
+
+
 async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
     from turnstoned.client import Client, RpcFailure
 
@@ -184,10 +207,13 @@ async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
                 await client.request("session/resume", p.SessionRef(session_id=args.session))
                 sid = args.session
             else:
-                sid = await client.start_session(cwd=os.path.abspath(args.cwd or "."),
-                                                 model=args.model, skip_permissions=args.yes)
+                sid = await client.start_session(
+                    cwd=os.path.abspath(args.cwd or "."), model=args.model,
+                    skip_permissions=args.yes,
+                    kind="coordinator" if args.coordinator else "interactive")
             if not args.json:
                 print(f"session {sid}", file=sys.stderr)
+                client.listen(_Children(sid))
             done = await client.run_turn(sid, args.prompt, on_event=printer)
             if args.follow:
                 await _follow(client, sid, printer)
