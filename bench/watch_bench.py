@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.unit.test_condition import ESCAPES, SEED_EXAMPLES  # noqa: E402
-from turnstoned.condition import ConditionError, compile_condition, evaluate  # noqa: E402
-from turnstoned.core.watches import WatchRunner  # noqa: E402
-from turnstoned.store import Store  # noqa: E402
-from turnstoned.store.watches import WatchStore  # noqa: E402
+from tests.unit.test_condition import ESCAPES, SEED_EXAMPLES
+from turnstoned.condition import ConditionError, compile_condition, evaluate
+from turnstoned.core.watches import WatchRunner
+from turnstoned.store import Store
+from turnstoned.store.watches import WatchStore
 
 BUILTINS = {name: __builtins__[name] if isinstance(__builtins__, dict) else getattr(__builtins__, name)
             for name in ("len", "str", "int", "float", "bool", "abs", "min", "max", "any", "all",
@@ -54,7 +54,7 @@ def conditions() -> None:
         def anchor(code_obj: object = code_obj, code: int = code, prev: str | None = prev) -> None:
             env = {"output": big, "data": json.loads(big), "exit_code": code,
                    "prev_output": prev, "changed": big != prev}
-            eval(code_obj, {"__builtins__": BUILTINS}, env)  # noqa: S307 (the anchor only)
+            eval(code_obj, {"__builtins__": BUILTINS}, env)
 
         a, b = _median_us(ours, 300), _median_us(anchor, 300)
         print(f"| `{source}` | {a:.0f} µs | {b:.0f} µs | {a / b:.2f}× |")
