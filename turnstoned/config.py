@@ -55,6 +55,17 @@ class ToolsConfig(_Section):
     search_max_results: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
     output_guard: bool = True  # flag prompt injection and secrets in tool results
     redact_secrets: bool = True  # replace credentials before the model sees them
+    # Web tools. Private-network addresses are refused unless this is true (and each
+    # such fetch still asks); metadata and link-local addresses are refused always.
+    allow_private_network: bool = False
+    searxng_url: str = ""  # a SearxNG instance with JSON output enabled
+    searxng_engines: str = ""  # comma-separated engines to ask (default: the instance's)
+    # "" or "searxng": SearxNG when searxng_url is set; "mcp:<server>:<tool>": an MCP tool.
+    web_search_backend: Annotated[str, msgspec.Meta(pattern=r"^(|searxng|mcp:[^:]+:.+)$")] = ""
+    reranker_alias: str = ""  # a [models.<alias>] entry with supports_rerank = true
+    rerank_web_search: bool = True
+    rerank_bm25: bool = True  # memory, tool and skill candidates too
+    rerank_instruction: str = ""  # sent as "<Instruct>: ...\n<Query>: ..." when set
     agent_max_turns: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50  # model calls per task agent
     max_parallel_agents: Annotated[int, msgspec.Meta(ge=1, le=16)] = 4  # daemon-wide
 
@@ -91,12 +102,31 @@ class MCPConfig(_Section):
     servers: dict[str, dict[str, Any]] = {}
     health_check_seconds: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     call_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 120.0
-    # Start the servers of a project's .mcp.json (the session's workspace or cwd).
-    project_config: bool = True
+    # The servers of a project's .mcp.json (the session's workspace or cwd): "ask" lists
+    # them untrusted until the user trusts that exact file, "trust" starts them unasked,
+    # "never" ignores the file. The old boolean still works: true is "ask", false "never".
+    project_config: Literal["ask", "never", "trust"] | bool = "ask"
+
+    @property
+    def project_mode(self) -> Literal["ask", "never", "trust"]:
+        if isinstance(self.project_config, bool):
+            return "ask" if self.project_config else "never"
+        return self.project_config
+
+
+class ModelEntry(_Section):
+    """A named model endpoint under ``[models.<alias>]`` (e.g. a reranker)."""
+
+    base_url: str  # for a reranker: the full endpoint URL (.../rerank)
+    name: str = ""
+    api_key_env: str | None = None
+    supports_rerank: bool = False
+    max_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
 
 
 class Config(_Section):
     model: ModelConfig = msgspec.field(default_factory=ModelConfig)
+    models: dict[str, ModelEntry] = {}
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)

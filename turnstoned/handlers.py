@@ -110,6 +110,19 @@ async def mcp_server_refresh(get_engine: GetEngine,
     return p.McpServerRefreshResult(changes=await get_engine().mcp_refresh(params.name))
 
 
+@handles("mcpServer/trust")
+async def mcp_server_trust(get_engine: GetEngine,
+                           params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+    return await get_engine().mcp_trust(params)
+
+
+@handles("preview/read")
+async def preview_read(get_engine: GetEngine, params: p.PreviewReadParams) -> p.PreviewReadResult:
+    from turnstoned.core import weblink
+
+    return await weblink.read_preview(get_engine(), params)
+
+
 # ---------------------------------------------------------------- memories and skills
 
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
 PROTOCOL_VERSION = 1
 # Additions within version 1 (new fields with defaults, new methods); clients may
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
-# decisions and session/usage.
-PROTOCOL_REVISION = "1.1"
+# decisions, session/usage and trust for project MCP configs; "1.2" adds previews
+# (preview/open, preview/read); "1.3" adds watches (watch/list, watch/cancel), task
+# agents' parentCallId and coordinators' children (parentSessionId).
+PROTOCOL_REVISION = "1.3"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -49,7 +51,8 @@ class ErrorCode(enum.IntEnum):
     MCP_SERVER_NOT_FOUND = -32013
     CONFIG_ERROR = -32014
     FILE_CHANGE_NOT_PENDING = -32020
-    WATCH_NOT_FOUND = -32021
+    PREVIEW_NOT_FOUND = -32021
+    WATCH_NOT_FOUND = -32022
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -65,6 +68,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
     ErrorCode.CONFIG_ERROR: "configError",
     ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+    ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
     ErrorCode.WATCH_NOT_FOUND: "watchNotFound",
 }
 
@@ -130,6 +134,8 @@ class FileChange(Wire, kw_only=True):
 class UserMessageItem(Wire, kw_only=True, tag="userMessage", tag_field="type"):
     id: str
     text: str
+    # Accepted while a turn ran and not read by the model yet: it leads the next turn's message.
+    queued: bool = False
 
 
 class AgentMessageItem(Wire, kw_only=True, tag="agentMessage", tag_field="type"):
@@ -247,8 +253,10 @@ class ToolListResult(Wire, kw_only=True):
 
 
 class McpServerInfo(Wire, kw_only=True):
+    """``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs)."""
+
     name: str
-    status: Literal["connecting", "connected", "failed", "disabled"]
+    status: Literal["connecting", "connected", "failed", "disabled", "untrusted"]
     tools: int = 0
     resources: int = 0
     prompts: int = 0
@@ -277,6 +285,27 @@ class McpChange(Wire, kw_only=True):
 
 class McpServerRefreshResult(Wire, kw_only=True):
     changes: list[McpChange]
+
+
+class McpServerTrustParams(Wire, kw_only=True):
+    """Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``).
+
+    ``hash``, when given, must be the content hash the user saw; a file changed
+    since then is refused.
+    """
+
+    workspace: str | None = None
+    config_path: str | None = None
+    trusted: bool
+    hash: str | None = None
+
+
+class McpServerTrustResult(Wire, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    trusted: bool
+    servers: list[McpServerInfo] = []
 
 
 class McpHealth(Wire, kw_only=True):
@@ -365,6 +394,28 @@ class FileChangeReadResult(Wire, kw_only=True):
     path: str
     old_text: str
     new_text: str
+PreviewKind = Literal["web", "pdf", "image", "table", "text", "markdown"]
+
+
+class PreviewReadParams(Wire, kw_only=True):
+    """Read a preview's bytes: all of them, or ``length`` bytes from ``offset``."""
+
+    session_id: str
+    preview_id: str
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    length: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class PreviewReadResult(Wire, kw_only=True):
+    preview_id: str
+    kind: PreviewKind
+    title: str
+    source: str
+    content_type: str
+    size: int  # of the whole preview, in bytes
+    offset: int = 0
+    data: str  # base64 of the bytes read
+    eof: bool  # the bytes read reach the end
 
 
 class WatchInfo(Wire, kw_only=True):
@@ -499,6 +550,20 @@ class SessionNotice(Event, kw_only=True):
     data: dict[str, Any] = {}
 
 
+class PreviewOpen(Event, kw_only=True):
+    """The model opened a preview: show it beside the conversation (bytes via preview/read)."""
+
+    session_id: str
+    call_id: str
+    preview_id: str  # content address: sha256 of the bytes
+    kind: PreviewKind
+    title: str
+    source: str  # the URL it came from (after redirects), or the file path
+    content_type: str
+    size: int
+    csp: str = ""  # the Content-Security-Policy to render it under ("" for a PDF viewer)
+
+
 # ---------------------------------------------------------------- daemon -> client requests
 
 
@@ -535,6 +600,40 @@ class ApprovalResponse(Wire, kw_only=True):
     decision: Decision
     feedback: str | None = None
     calls: dict[str, CallDecision] = {}
+
+
+class McpServerPreview(Wire, kw_only=True):
+    """One server of a project config exactly as written: nothing is expanded.
+
+    ``env`` lists the names the entry sets in the server's environment;
+    ``variables`` the names of the user's environment variables its ``${VAR}``
+    references would read (their values would reach the server).
+    """
+
+    name: str
+    transport: Literal["stdio", "http"] | None = None
+    command: str | None = None
+    args: list[str] = []
+    url: str | None = None
+    cwd: str | None = None
+    env: list[str] = []
+    variables: list[str] = []
+    problem: str | None = None
+
+
+class McpTrustRequestParams(Event, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    servers: list[McpServerPreview]
+    previously_trusted: bool = False  # another version of this file was trusted before
+
+
+class McpTrustResponse(Wire, kw_only=True):
+    """``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again
+    at the next session. Anything else (an error, null, an unknown word) trusts nothing."""
+
+    decision: Literal["trust", "deny", "dismiss"]
 
 
 # ---------------------------------------------------------------- the table
@@ -582,6 +681,8 @@ METHODS: tuple[Method, ...] = (
     _req("mcpServer/list", None, McpServerListResult, "Configured MCP servers and their state."),
     _req("mcpServer/refresh", McpServerRefreshParams, McpServerRefreshResult,
          "Rediscover one or all MCP servers (reconnecting dead ones)."),
+    _req("mcpServer/trust", McpServerTrustParams, McpServerTrustResult,
+         "Trust (start) or revoke a project's .mcp.json servers; answers once they settled."),
     _req("daemon/health", None, DaemonHealthResult, "Version, protocol and load."),
     _req("memory/list", MemoryListParams, MemoryListResult,
          "Stored memories, newest update first (to show and prune them)."),
@@ -590,6 +691,8 @@ METHODS: tuple[Method, ...] = (
          "Skills a session (or, without one, the user) can load, and which one is active."),
     _req("fileChange/read", FileChangeReadParams, FileChangeReadResult,
          "The whole proposed content of a file change awaiting approval (for a diff view)."),
+    _req("preview/read", PreviewReadParams, PreviewReadResult,
+         "Read the content of a preview the daemon announced with preview/open."),
     _req("watch/list", WatchListParams, WatchListResult,
          "Active watches (commands the daemon polls for a session), the next due first."),
     _req("watch/cancel", WatchCancelParams, WatchCancelResult, "Stop one of a session's watches."),
@@ -603,10 +706,14 @@ METHODS: tuple[Method, ...] = (
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
+    _note("preview/open", PreviewOpen,
+          "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerStatusChanged,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
+    Method("mcpServer/requestTrust", "daemon->client", "request", McpTrustRequestParams,
+           McpTrustResponse, "Ask whether the servers of a project's .mcp.json may run."),
 )
 
 METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

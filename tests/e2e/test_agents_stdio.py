@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.rawrpc import RawDaemon
-from tests.e2e.test_stdio import env, turn  # noqa: F401 (the env fixture)
+from tests.e2e.test_stdio import turn
 from tests.component.test_coordinator import router
 from tests.fakes.model_server import Response, ScriptedModel, text, tool_calls
 
 
-def test_nested_items_and_approvals_on_the_wire(env: dict[str, str],  # noqa: F811
+def test_nested_items_and_approvals_on_the_wire(env: dict[str, str],
                                                 model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([("t1", "task_agent", json.dumps({"prompt": "Create hello.txt"}))]),
                tool_calls([("w1", "write_file", '{"path": "hello.txt", "content": "hi"}')]),
@@ -40,7 +40,7 @@ def test_nested_items_and_approvals_on_the_wire(env: dict[str, str],  # noqa: F8
     d.close()
 
 
-def test_a_coordinators_children_are_sessions_with_a_parent(env: dict[str, str],  # noqa: F811
+def test_a_coordinators_children_are_sessions_with_a_parent(env: dict[str, str],
                                                            model: ScriptedModel,
                                                            tmp_path: Path) -> None:
     def coordinator(step: int, msgs: list[dict[str, Any]]) -> Response:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.e2e.rawrpc import RawDaemon
-from tests.e2e.test_stdio import env, turn  # noqa: F401 (the env fixture)
+from tests.e2e.test_stdio import turn
 from tests.fakes.model_server import ScriptedModel, text, tool_calls
 from turnstoned import paths
 from turnstoned.store import Store
@@ -15,7 +15,7 @@ CREATE = json.dumps({"action": "create", "name": "ci", "command": "cat ci.json",
                      "poll_every": "1h", "stop_on": 'data["status"] == "passed"'})
 
 
-def test_an_overdue_watch_fires_once_after_a_restart(env: dict[str, str],  # noqa: F811
+def test_an_overdue_watch_fires_once_after_a_restart(env: dict[str, str],
                                                      model: ScriptedModel, tmp_path: Path) -> None:
     (tmp_path / "ci.json").write_text('{"status": "passed", "duration": 312}')
     model.push(tool_calls([("w1", "watch", CREATE)]), text("I am watching CI."))

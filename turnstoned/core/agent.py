@@ -80,6 +80,10 @@ class NestedSink:
         nested = msgspec.structs.replace(params, parent_call_id=self.call_id)
         return await self.parent.request_approval(nested)
 
+    async def request_mcp_trust(self, params: p.McpTrustRequestParams
+                                ) -> p.McpTrustResponse | None:
+        return await self.parent.request_mcp_trust(params)
+
 
 class _Refused:
     """``task_agent`` inside a task agent: depth is one."""

@@ -65,21 +65,13 @@ def is_atomic(gated: list[PreparedCall]) -> bool:
     return len(paths) != len(set(paths))
 
 
-def file_change_info(c: PreparedCall) -> p.FileChange | None:
-    fc = c.file_change
-    if fc is None:
-        return None
-    return p.FileChange(path=fc.path, kind=fc.kind, unified_diff=fc.unified_diff,
-                        truncated=fc.truncated)
-
-
 def _request(session_id: str, turn_id: str, cycle_id: str, calls: list[PreparedCall],
              atomic: bool) -> p.ApprovalRequestParams:
     items = [
         p.ApprovalRequestItem(
             call_id=c.call_id, tool=c.tool, header=c.header, preview=c.preview,
             needs_approval=c.needs_approval and not c.error, approval_label=c.label, error=c.error,
-            file_change=file_change_info(c),
+            file_change=c.file_change_info(),
         )
         for c in calls
     ]
@@ -168,8 +160,8 @@ def settle(answer: p.ApprovalResponse, gated: list[PreparedCall], atomic: bool,
         if decision == "always" and c.grantable:
             policy.grants.add(c.label)
         if own and feedback:
-            verdict.notes.append(f"Feedback from the user on the {c.tool} call {c.call_id}: "
-                                 f"{feedback}")
+            verdict.notes.append(f"Feedback from the user on the {c.tool} call "
+                                 f"{c.model_id or c.call_id}: {feedback}")
     if cycle_feedback and not cycle_feedback_used:
         verdict.notes.insert(0, f"Feedback from the user on the approved tool calls: "
                                 f"{cycle_feedback}")

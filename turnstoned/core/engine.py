@@ -16,7 +16,7 @@ from pathlib import Path
 from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
-from turnstoned.core import mcplink
+from turnstoned.core import mcplink, weblink
 from turnstoned.core import messages as m
 from turnstoned.core.agent import AgentHost
 from turnstoned.core.approvals import ApprovalPolicy
@@ -55,6 +55,8 @@ class Engine:
         self.services.coordinator = self.coordinator
         self.services.prompt_sections.append(self._mcp_section)
         self.mcp.add_status_listener(lambda status: sink.notify(mcplink.status_changed(status)))
+        self.projects = mcplink.make_projects(config, store, self.mcp, sink)
+        weblink.attach(self, config)
         self.watches = WatchDesk(self)
         self.services.watches_changed = self.watches.runner.poke
         self._closed = False
@@ -63,6 +65,7 @@ class Engine:
         """Begin background work (MCP connections, watches); call on the running event loop."""
         asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
         self.watches.runner.start()
+        weblink.sweep_previews(self)
 
     def _mcp_section(self, env: SessionEnv) -> str:
         from turnstoned.mcp.catalog import catalog_text
@@ -100,8 +103,7 @@ class Engine:
             on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
         )
         session = Session(row, store, env, policy)
-        if self.config.mcp.project_config:
-            mcplink.add_project_servers(self.mcp, env.workspace or env.cwd)
+        self.projects.open(env.workspace or env.cwd)
         t = self.config.tools
         session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
                                         max_results=t.search_max_results,
@@ -112,10 +114,14 @@ class Engine:
         self.sessions[row.id] = session
         return session
 
-    def notice(self, session: Session, kind: str, text: str, data: dict[str, object]) -> None:
-        """A tool's session-level event: tell the editor now, the model at the next seam."""
-        session.queued.append(m.Message(role="user", content=text, id=m.new_id("notice"),
-                                        notice=kind))
+    def notice(self, session: Session, kind: str, text: str, data: dict[str, object],
+               keep: bool = False) -> None:
+        """A session-level event: tell the editor now, the model at the next seam (``keep``:
+        the model's copy is stored, so it survives a daemon restart until a turn folds it)."""
+        msg = m.Message(role="user", content=text, id=m.new_id("notice"), notice=kind)
+        if keep:
+            self.store.queue_input(session.id, msg.id, m.encode(msg))
+        session.queued.append(msg)
         self.sink.notify(p.SessionNotice(session_id=session.id, kind=kind, text=text,
                                          data=dict(data)))
 
@@ -165,6 +171,7 @@ class Engine:
             fresh = [x for x in repaired if x not in history]
             self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
         session.history = repaired
+        session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
         return session
 
     def list_sessions(self) -> list[p.SessionInfo]:
@@ -180,6 +187,7 @@ class Engine:
         await session.env.close()
         self.store.update_session(session_id, closed=True)
         self.sessions.pop(session_id, None)
+        weblink.remove_previews(self, session_id)
         self.watches.session_closed(session_id)
         self.coordinator.session_changed()
 
@@ -191,22 +199,22 @@ class Engine:
         if not text.strip():
             raise EngineError(ErrorCode.INVALID_PARAMS, "input: at least one non-empty text item")
         if session.turn is not None:
-            session.queued.append(m.Message(role="user", content=text, id=m.new_id("user")))
+            session.queue_input(text)
             return session.turn.id, True
         session.wakes = 0
-        # Input queued for a turn that ended first, and notices that arrived while
-        # idle, lead this turn's message (one user message: strict chat templates
-        # refuse two in a row).
-        earlier = [q.text() for q in session.queued]
-        session.queued.clear()
-        message = m.Message(role="user", content="\n\n".join([*earlier, text]), id=m.new_id("user"))
-        return self._launch(session, message), False
+        # Input queued for a turn that ended first (or that a crash ended), and notices
+        # that arrived while idle, lead this turn's message (one user message: strict
+        # chat templates refuse two in a row).
+        earlier = session.take_queued()
+        content = "\n\n".join([*(q.text() for q in earlier), text])
+        message = m.Message(role="user", content=content, id=m.new_id("user"))
+        return self._launch(session, message, earlier), False
 
-    def _launch(self, session: Session, message: m.Message) -> str:
-        """Commit the turn's leading message and start the turn."""
+    def _launch(self, session: Session, message: m.Message, folded: list[m.Message]) -> str:
+        """Commit the turn's leading message (folding ``folded`` queued ones) and start it."""
         turn = TurnState(id=m.new_id("turn"), generation=session.generation)
         message.turn_id = turn.id
-        session.commit([message])
+        session.commit([message], folded=folded)
         session.turn = turn
         runner = TurnRunner(session, turn, self.config, self.sink)
         turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
@@ -231,11 +239,11 @@ class Engine:
                      session.id, session.wakes)
             return
         session.wakes += 1
-        notice = None if any(not q.notice for q in queued) else queued[0].notice
-        message = m.Message(role="user", content="\n\n".join(q.text() for q in queued),
+        taken = session.take_queued()
+        notice = None if any(not q.notice for q in taken) else taken[0].notice
+        message = m.Message(role="user", content="\n\n".join(q.text() for q in taken),
                             id=m.new_id("user"), notice=notice)
-        queued.clear()
-        self._launch(session, message)
+        self._launch(session, message, taken)
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
         session = self.get(session_id)
@@ -355,6 +363,9 @@ class Engine:
     def mcp_servers(self) -> list[p.McpServerInfo]:
         return [mcplink.server_info(s) for s in self.mcp.status()]
 
+    async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+        return await mcplink.set_trust(self.projects, params)
+
     async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
         try:
             changes = await self.mcp.refresh(name)
@@ -368,7 +379,9 @@ class Engine:
             return
         self._closed = True
         await self.watches.runner.close()
+        await self.projects.close()
         await self.mcp.close()
+        await weblink.close(self)
         for session in list(self.sessions.values()):
             try:
                 await self.close_session_runtime(session)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable
+import secrets
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 
 from turnstoned import protocol as p
@@ -81,9 +82,18 @@ class Folded:
     feedback: list[str] = field(default_factory=list)
 
 
-def prepare_one(raw: RawToolCall, handle: ToolHandle | None, available: list[str],
+def new_call_id() -> str:
+    """A daemon-unique call id: models reuse theirs (``call_0`` every round)."""
+    return f"call_{secrets.token_hex(12)}"
+
+
+def prepare_one(raw: RawToolCall, handle: ToolHandle | None, available: Sequence[str],
                 ctx: ToolContext) -> PreparedCall:
-    """Phase 1 for one call; whatever goes wrong stays inside this call."""
+    """Phase 1 for one call; whatever goes wrong stays inside this call.
+
+    The call is known as ``ctx.call_id`` (the model's id when that is empty) and
+    remembers the model's id for talking back to the model.
+    """
     name = raw.name.strip()
     if handle is None:
         call = prepare_error(unknown_tool_text(name, available), header=f"⚠ unknown tool {name}")
@@ -103,7 +113,8 @@ def prepare_one(raw: RawToolCall, handle: ToolHandle | None, available: list[str
                 call = prepare_error(
                     f"Internal error preparing {name}: {type(exc).__name__}: {exc}\n"
                     "Sibling tool calls in this batch were unaffected.")
-    call.call_id, call.tool, call.arguments = raw.id, name, args_json
+    call.call_id, call.model_id = ctx.call_id or raw.id, raw.id
+    call.tool, call.arguments = name, args_json
     return call
 
 
@@ -133,7 +144,7 @@ def call_item(c: PreparedCall, status: p.ToolStatus, out: ToolOutput | None = No
         preview=c.preview, needs_approval=c.needs_approval and not c.error, status=status,
         output=out.text() if out else None, is_error=out.is_error if out else False,
         effect_status=out.effect_status if out else None,
-        file_change=approvals.file_change_info(c),
+        file_change=c.file_change_info(),
     )
 
 
@@ -153,25 +164,29 @@ class Batch:
     @classmethod
     def prepare(cls, setup: BatchSetup, handles: dict[str, ToolHandle],
                 raws: list[RawToolCall]) -> Batch:
-        """Phase 1: every call prepared on its own."""
+        """Phase 1: every call prepared on its own, under a daemon-unique id.
+
+        Two calls of one reply with the same id keep distinct ids toward the model too
+        (the second becomes ``<id>_2``): a history repeating an id in one message is invalid.
+        """
         available = sorted(handles)
         calls = []
         seen: set[str] = set()
         for raw in raws:
-            if raw.id in seen:  # a duplicate id would make the history invalid
+            if raw.id in seen:
                 raw.id = f"{raw.id}_{len(seen) + 1}"
             seen.add(raw.id)
-            ctx = ToolContext(env=setup.env, call_id=raw.id, cancel=setup.cancel,
+            ctx = ToolContext(env=setup.env, call_id=new_call_id(), cancel=setup.cancel,
                               turn_id=setup.turn_id)
             calls.append(prepare_one(raw, handles.get(raw.name.strip()), available, ctx))
         return cls(setup, handles, calls, apply_batch_policies(calls))
 
     def records(self) -> list[m.ToolCall]:
         """The calls as the assistant message keeps them."""
-        return [m.ToolCall(id=c.call_id, name=c.tool, arguments=c.arguments,
+        return [m.ToolCall(id=c.call_id, model_id=c.model_id, name=c.tool, arguments=c.arguments,
                            header=c.header, preview=c.preview,
                            needs_approval=c.needs_approval and not c.error,
-                           file_change=approvals.file_change_info(c))
+                           file_change=c.file_change_info())
                 for c in self.calls]
 
     async def run(self, budget: Budget) -> Folded:
@@ -245,7 +260,7 @@ class Batch:
             out = o.output
             if self.setup.repeats.see(o.call.tool, o.call.arguments):
                 out = self.setup.repeats.mark(out)
-            out, advisory = guard_output(f"{o.call.tool} ({o.call.call_id})", budget.fit(out),
+            out, advisory = guard_output(f"{o.call.tool} ({o.call.model_id})", budget.fit(out),
                                          self.setup.guard)
             if advisory is not None:
                 folded.advisories.append(m.Message(role="user", content=advisory.text,

@@ -156,31 +156,31 @@ class TurnRunner:
         for notice in folded.notices:
             self.sink.notify(notice)
         self.session.queued[:0] = folded.advisories
-        extra = self._queued_message(folded.feedback)
-        self.session.commit(folded.messages + ([extra] if extra else []))
+        extra, taken = self._queued_message(folded.feedback)
+        self.session.commit(folded.messages + ([extra] if extra else []), folded=taken)
         batch.folded = True
         for item in folded.items:
             self._item_completed(item)
 
     def _fold_queued(self) -> bool:
         """Fold queued user input and notices as one user message; False if none."""
-        extra = self._queued_message([])
+        extra, taken = self._queued_message([])
         if extra is None:
             return False
-        self.session.commit([extra])
+        self.session.commit([extra], folded=taken)
         return True
 
-    def _queued_message(self, feedback: list[str]) -> m.Message | None:
-        queued = self.session.queued
+    def _queued_message(self, feedback: list[str]) -> tuple[m.Message | None, list[m.Message]]:
+        """Queued input, notices and approval feedback as one user message (strict chat
+        templates refuse two user messages in a row), with the queued messages it folds."""
+        queued = self.session.take_queued()
         parts = [q.text() for q in queued] + feedback
         notices = [q.notice for q in queued if q.notice]
-        has_user = len(notices) < len(queued)
-        queued.clear()
         if not parts:
-            return None
-        notice = None if has_user else (notices[0] if notices else "feedback")
+            return None, queued
+        notice = None if len(notices) < len(queued) else (notices[0] if notices else "feedback")
         return m.Message(role="user", content="\n\n".join(parts), id=m.new_id("user"),
-                         turn_id=self.turn.id, notice=notice)
+                         turn_id=self.turn.id, notice=notice), queued
 
     def _budget(self) -> Budget:
         window = self.session.env.settings.context_window * 4

@@ -51,7 +51,6 @@ MAX_CONCURRENT = 4
 OUTPUT_CAP = 65_536  # characters of a poll's output kept and judged
 DELIVERED_CAP = 16_000  # characters of output the model reads in the report
 CLOSE_GRACE = 5.0
-MAX_QUEUED_REPORTS = 50  # per session; the oldest is dropped
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -248,10 +247,8 @@ class WatchDesk:
         if row is None or row.closed:
             return
         session = self.engine.get(watch.session_id)
-        reports = [q for q in session.queued if q.notice == "watch"]
-        for stale in reports[: max(0, len(reports) - MAX_QUEUED_REPORTS + 1)]:
-            session.queued.remove(stale)
-        self.engine.notice(session, "watch", self._guarded(watch, found.text), found.data)
+        self.engine.notice(session, "watch", self._guarded(watch, found.text), found.data,
+                           keep=True)
         self.engine.wake(session)
 
     def _guarded(self, watch: Watch, text: str) -> str:

@@ -1,11 +1,13 @@
-"""The daemon's SQLite store (WAL): sessions and every committed message.
+"""The daemon's SQLite store (WAL): sessions, every committed message, queued input.
 
 Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
-loses nothing the fold had committed. Message bodies are stored as JSON
+loses nothing the fold had committed. Input a running turn has not read yet is
+kept in ``queued_inputs`` from the moment it is accepted until the commit that
+folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``), watches (``watches``) and coordinators' task lists
-(``tasks``) live in the same file.
+Memories (``memory``), decisions about project MCP configs (``trust``), watches
+(``watches``) and coordinators' task lists (``tasks``) live in the same file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
 from turnstoned.store import tasks as _tasks
+from turnstoned.store import trust as _trust
 from turnstoned.store import watches as _watches
 from turnstoned.store.sqlite import Database
 
@@ -53,6 +56,14 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
+CREATE TABLE IF NOT EXISTS queued_inputs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS queued_by_session ON queued_inputs(session_id, seq);
 """
 
 
@@ -98,6 +109,7 @@ class Store(Database):
             self._db.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
         self._db.execute("CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_id)")
         _memory.install(self._db)
+        _trust.install(self._db)
         _watches.install(self._db)
         _tasks.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
@@ -136,12 +148,16 @@ class Store(Database):
             rows = self._db.execute(sql, args).fetchall()
         return [_row(r) for r in rows]
 
-    def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]]) -> None:
-        """Commit ``(role, turn_id, json_body)`` rows in one transaction."""
+    def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]],
+                        dequeue: Sequence[str] = ()) -> None:
+        """Commit ``(role, turn_id, json_body)`` rows in one transaction, which also removes
+        the queued inputs ``dequeue`` names (the messages fold them in)."""
         if not messages:
             return
         now = time.time()
-        statements: list[tuple[str, Sequence[Any]]] = []
+        statements: list[tuple[str, Sequence[Any]]] = [
+            ("DELETE FROM queued_inputs WHERE session_id = ? AND id = ?", (session_id, queued_id))
+            for queued_id in dequeue]
         for role, turn_id, body in messages:
             statements.append((
                 "INSERT INTO messages (session_id, turn_id, role, body, created_at) "
@@ -151,6 +167,16 @@ class Store(Database):
                 statements.append((_recall.INSERT_SQL, entry))
         statements.append(("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)))
         self._write(statements)
+
+    def queue_input(self, session_id: str, input_id: str, body: str) -> None:
+        """Keep input a running turn will read at its next seam (until a commit folds it)."""
+        sql = "INSERT INTO queued_inputs (session_id, id, body, created_at) VALUES (?,?,?,?)"
+        self._write([(sql, (session_id, input_id, body, time.time()))])
+
+    def load_queued(self, session_id: str) -> list[str]:
+        """The JSON bodies of a session's queued inputs, oldest first."""
+        return [r[0] for r in self.query(
+            "SELECT body FROM queued_inputs WHERE session_id = ? ORDER BY seq", (session_id,))]
 
     def load_messages(self, session_id: str) -> list[str]:
         """The JSON bodies of a session's messages, in commit order."""

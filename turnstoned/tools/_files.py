@@ -48,9 +48,6 @@ def real_key(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def symlink_note(path: Path) -> str:
-    """`` → target`` when ``path`` is a symlink, else an empty string."""
-    return f" → {os.path.realpath(path)}" if path.is_symlink() else ""
 
 
 # -- reading ------------------------------------------------------------------

@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from turnstoned.protocol import EffectStatus, FileChangeKind
+from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind
 
 if TYPE_CHECKING:
     from turnstoned.config import NotifyConfig
     from turnstoned.mcp.manager import MCPManager
+    from turnstoned.net.services import WebServices
     from turnstoned.store import Store
+    from turnstoned.store.previews import PreviewRecord, PreviewStore
     from turnstoned.tools._coordination import Coordination
 
 __all__ = ["EffectStatus"]
@@ -86,13 +88,22 @@ class PreparedCall:
     # knows better than "outcome unknown" (a task agent: the ledger of its own calls).
     receipt: Callable[[str], ToolOutput] | None = None
     # Filled in by the pipeline:
-    call_id: str = ""
+    call_id: str = ""  # daemon-unique: items, approvals, results and the store use it
+    model_id: str = ""  # the id the model gave the call (unique within its reply)
     tool: str = ""
     arguments: str = "{}"  # repaired JSON text, safe to send back to the model
 
     @property
     def label(self) -> str:
         return self.approval_label or self.tool
+
+    def file_change_info(self) -> FileChange | None:
+        """The proposed file change as items and approvals show it (no full texts)."""
+        fc = self.file_change
+        if fc is None:
+            return None
+        return FileChange(path=fc.path, kind=fc.kind, unified_diff=fc.unified_diff,
+                          truncated=fc.truncated)
 
 
 def prepare_error(message: str, header: str = "") -> PreparedCall:
@@ -144,6 +155,13 @@ class Services:
     # Extra system-message sections (MCP catalogs, the active skill, ...): each
     # callable returns text for a session, or "" to add nothing.
     prompt_sections: list[Callable[[SessionEnv], str]] = field(default_factory=list)
+    web: WebServices | None = None  # the guarded fetcher, search endpoints, reranker
+    previews: PreviewStore | None = None
+    # A side call to a session's model without tools: (session_id, messages) -> the reply
+    # text; raises turnstoned.llm.ModelError.
+    ask_model: Callable[[str, list[dict[str, Any]]], Awaitable[str]] | None = None
+    # Tell the editor that a preview is ready: (session_id, call_id, record).
+    preview_opened: Callable[[str, str, PreviewRecord], None] = lambda sid, call, record: None
     # Tells the watch runner that watches were added or ended (it sleeps until the next poll).
     watches_changed: Callable[[], None] = lambda: None
     # Where ``notify`` sends (the editor, configured webhooks); None: the editor only.

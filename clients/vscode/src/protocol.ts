@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.1";
+export const PROTOCOL_REVISION = "1.3";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -137,9 +137,12 @@ export interface McpHealth {
   prompts?: number;
 }
 
+/**
+ * ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
+ */
 export interface McpServerInfo {
   name: string;
-  status: "connected" | "connecting" | "disabled" | "failed";
+  status: "connected" | "connecting" | "disabled" | "failed" | "untrusted";
   tools?: number;
   resources?: number;
   prompts?: number;
@@ -149,6 +152,25 @@ export interface McpServerInfo {
 
 export interface McpServerListResult {
   servers: McpServerInfo[];
+}
+
+/**
+ * One server of a project config exactly as written: nothing is expanded.
+ *
+ * ``env`` lists the names the entry sets in the server's environment;
+ * ``variables`` the names of the user's environment variables its ``${VAR}``
+ * references would read (their values would reach the server).
+ */
+export interface McpServerPreview {
+  name: string;
+  transport?: "http" | "stdio" | null;
+  command?: string | null;
+  args?: string[];
+  url?: string | null;
+  cwd?: string | null;
+  env?: string[];
+  variables?: string[];
+  problem?: string | null;
 }
 
 export interface McpServerRefreshParams {
@@ -164,12 +186,49 @@ export interface McpServerRefreshResult {
  */
 export interface McpServerStatusChanged {
   name: string;
-  status: "connected" | "connecting" | "disabled" | "failed";
+  status: "connected" | "connecting" | "disabled" | "failed" | "untrusted";
   tools?: number;
   resources?: number;
   prompts?: number;
   error?: string | null;
   origin?: string | null;
+}
+
+/**
+ * Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``).
+ *
+ * ``hash``, when given, must be the content hash the user saw; a file changed
+ * since then is refused.
+ */
+export interface McpServerTrustParams {
+  workspace?: string | null;
+  configPath?: string | null;
+  trusted: boolean;
+  hash?: string | null;
+}
+
+export interface McpServerTrustResult {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  trusted: boolean;
+  servers?: McpServerInfo[];
+}
+
+export interface McpTrustRequestParams {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  servers: McpServerPreview[];
+  previouslyTrusted?: boolean;
+}
+
+/**
+ * ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again
+ * at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+ */
+export interface McpTrustResponse {
+  decision: "deny" | "dismiss" | "trust";
 }
 
 /**
@@ -215,6 +274,43 @@ export interface NoticeItem {
   id: string;
   kind: string;
   text: string;
+}
+
+/**
+ * The model opened a preview: show it beside the conversation (bytes via preview/read).
+ */
+export interface PreviewOpen {
+  sessionId: string;
+  callId: string;
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  csp?: string;
+}
+
+/**
+ * Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+ */
+export interface PreviewReadParams {
+  sessionId: string;
+  previewId: string;
+  offset?: number;
+  length?: number | null;
+}
+
+export interface PreviewReadResult {
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  offset?: number;
+  data: string;
+  eof: boolean;
 }
 
 /**
@@ -400,6 +496,7 @@ export interface UserMessageItem {
   type: "userMessage";
   id: string;
   text: string;
+  queued?: boolean;
 }
 
 /**
@@ -460,6 +557,7 @@ export type MemoryScope = "coordinator" | "global" | "project" | "user" | "works
 export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
+export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
 
 /** Every method name of the protocol. */
 export const Method = {
@@ -472,11 +570,13 @@ export const Method = {
   toolList: "tool/list",
   mcpServerList: "mcpServer/list",
   mcpServerRefresh: "mcpServer/refresh",
+  mcpServerTrust: "mcpServer/trust",
   daemonHealth: "daemon/health",
   memoryList: "memory/list",
   memoryDelete: "memory/delete",
   skillList: "skill/list",
   fileChangeRead: "fileChange/read",
+  previewRead: "preview/read",
   watchList: "watch/list",
   watchCancel: "watch/cancel",
   turnStarted: "turn/started",
@@ -489,8 +589,10 @@ export const Method = {
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
+  previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   itemToolRequestApproval: "item/tool/requestApproval",
+  mcpServerRequestTrust: "mcpServer/requestTrust",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -505,11 +607,13 @@ export interface ClientRequests {
   "tool/list": { params: ToolListParams; result: ToolListResult };
   "mcpServer/list": { params: null; result: McpServerListResult };
   "mcpServer/refresh": { params: McpServerRefreshParams; result: McpServerRefreshResult };
+  "mcpServer/trust": { params: McpServerTrustParams; result: McpServerTrustResult };
   "daemon/health": { params: null; result: DaemonHealthResult };
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };
   "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
+  "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
   "watch/list": { params: WatchListParams; result: WatchListResult };
   "watch/cancel": { params: WatchCancelParams; result: WatchCancelResult };
 }
@@ -526,12 +630,14 @@ export interface DaemonNotifications {
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
+  "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
 }
 
 /** Requests the daemon sends; the client answers. */
 export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
+  "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
 }
 
 /** Notifications a client sends. */
@@ -552,7 +658,8 @@ export const ErrorCode = {
   MCP_SERVER_NOT_FOUND: -32013,
   CONFIG_ERROR: -32014,
   FILE_CHANGE_NOT_PENDING: -32020,
-  WATCH_NOT_FOUND: -32021,
+  PREVIEW_NOT_FOUND: -32021,
+  WATCH_NOT_FOUND: -32022,
 } as const;
 
 export const ErrorKind = {
@@ -568,5 +675,6 @@ export const ErrorKind = {
   MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
   CONFIG_ERROR: "configError",
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+  PREVIEW_NOT_FOUND: "previewNotFound",
   WATCH_NOT_FOUND: "watchNotFound",
 } as const;

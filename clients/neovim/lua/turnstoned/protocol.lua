@@ -103,9 +103,9 @@
 ---@field resources? integer
 ---@field prompts? integer
 
----@class turnstoned.McpServerInfo
+---@class turnstoned.McpServerInfo ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
 ---@field name string
----@field status 'connected'|'connecting'|'disabled'|'failed'
+---@field status 'connected'|'connecting'|'disabled'|'failed'|'untrusted'
 ---@field tools? integer
 ---@field resources? integer
 ---@field prompts? integer
@@ -115,6 +115,17 @@
 ---@class turnstoned.McpServerListResult
 ---@field servers turnstoned.McpServerInfo[]
 
+---@class turnstoned.McpServerPreview One server of a project config exactly as written: nothing is expanded. ``env`` lists the names the entry sets in the server's environment; ``variables`` the names of the user's environment variables its ``${VAR}`` references would read (their values would reach the server).
+---@field name string
+---@field transport? 'http'|'stdio'|nil
+---@field command? string|nil
+---@field args? string[]
+---@field url? string|nil
+---@field cwd? string|nil
+---@field env? string[]
+---@field variables? string[]
+---@field problem? string|nil
+
 ---@class turnstoned.McpServerRefreshParams
 ---@field name? string|nil
 
@@ -123,12 +134,35 @@
 
 ---@class turnstoned.McpServerStatusChanged An MCP server's new state (the same fields as ``McpServerInfo``).
 ---@field name string
----@field status 'connected'|'connecting'|'disabled'|'failed'
+---@field status 'connected'|'connecting'|'disabled'|'failed'|'untrusted'
 ---@field tools? integer
 ---@field resources? integer
 ---@field prompts? integer
 ---@field error? string|nil
 ---@field origin? string|nil
+
+---@class turnstoned.McpServerTrustParams Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``). ``hash``, when given, must be the content hash the user saw; a file changed since then is refused.
+---@field workspace? string|nil
+---@field configPath? string|nil
+---@field trusted boolean
+---@field hash? string|nil
+
+---@class turnstoned.McpServerTrustResult
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field trusted boolean
+---@field servers? turnstoned.McpServerInfo[]
+
+---@class turnstoned.McpTrustRequestParams
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field servers turnstoned.McpServerPreview[]
+---@field previouslyTrusted? boolean
+
+---@class turnstoned.McpTrustResponse ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+---@field decision 'deny'|'dismiss'|'trust'
 
 ---@class turnstoned.MemoryDeleteParams ``workstream`` and ``project`` memories need the ``sessionId`` they belong to.
 ---@field name string
@@ -158,6 +192,34 @@
 ---@field id string
 ---@field kind string
 ---@field text string
+
+---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
+---@field sessionId string
+---@field callId string
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field csp? string
+
+---@class turnstoned.PreviewReadParams Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+---@field sessionId string
+---@field previewId string
+---@field offset? integer
+---@field length? integer|nil
+
+---@class turnstoned.PreviewReadResult
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field offset? integer
+---@field data string
+---@field eof boolean
 
 ---@class turnstoned.ReasoningDelta Text of a ``reasoning`` item.
 ---@field sessionId string
@@ -307,6 +369,7 @@
 ---@field type 'userMessage'
 ---@field id string
 ---@field text string
+---@field queued? boolean
 
 ---@class turnstoned.WatchCancelParams ``name`` is the watch's name or a prefix (4 or more characters) of its id.
 ---@field sessionId string
@@ -352,11 +415,12 @@
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
+---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
 
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.1"
+M.PROTOCOL_REVISION = "1.3"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -369,11 +433,13 @@ M.methods = {
   tool_list = "tool/list",
   mcp_server_list = "mcpServer/list",
   mcp_server_refresh = "mcpServer/refresh",
+  mcp_server_trust = "mcpServer/trust",
   daemon_health = "daemon/health",
   memory_list = "memory/list",
   memory_delete = "memory/delete",
   skill_list = "skill/list",
   file_change_read = "fileChange/read",
+  preview_read = "preview/read",
   watch_list = "watch/list",
   watch_cancel = "watch/cancel",
   turn_started = "turn/started",
@@ -386,8 +452,10 @@ M.methods = {
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   session_usage = "session/usage",
+  preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   item_tool_request_approval = "item/tool/requestApproval",
+  mcp_server_request_trust = "mcpServer/requestTrust",
 }
 
 --- Which side sends each method, and whether it is a request.
@@ -401,11 +469,13 @@ M.directions = {
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/refresh"] = { direction = "client->daemon", kind = "request" },
+  ["mcpServer/trust"] = { direction = "client->daemon", kind = "request" },
   ["daemon/health"] = { direction = "client->daemon", kind = "request" },
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
   ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
+  ["preview/read"] = { direction = "client->daemon", kind = "request" },
   ["watch/list"] = { direction = "client->daemon", kind = "request" },
   ["watch/cancel"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
@@ -418,8 +488,10 @@ M.directions = {
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
+  ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
+  ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
 }
 
 --- JSON-RPC error codes by name, and their `data.kind`.
@@ -436,7 +508,8 @@ M.error_codes = {
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
   FILE_CHANGE_NOT_PENDING = -32020,
-  WATCH_NOT_FOUND = -32021,
+  PREVIEW_NOT_FOUND = -32021,
+  WATCH_NOT_FOUND = -32022,
 }
 
 M.error_kinds = {
@@ -452,6 +525,7 @@ M.error_kinds = {
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
   FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
+  PREVIEW_NOT_FOUND = "previewNotFound",
   WATCH_NOT_FOUND = "watchNotFound",
 }
 
