@@ -208,3 +208,33 @@ async def test_a_report_is_guarded_like_any_tool_result(engine: Engine, sink: Re
     await sink.wait_for("turn/completed", lambda e: len(sink.of("turn/completed")) == 2)
     assert leaked not in notice["text"] and leaked not in json.dumps(model.requests[-1])
     assert "DONE" in model.requests[-1]["messages"][-1]["content"]
+
+
+async def test_a_report_waiting_for_a_seam_survives_a_restart(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    from tests.fakes.model_server import hang
+    from turnstoned import config, paths
+    from turnstoned.store import Store
+
+    model.push(tool_calls([_create("ci", "echo green", poll_every="10s",
+                                   stop_on='"green" in output')]), text("watching"))
+    sid = start(engine, tmp_path)
+    await run(engine, sink, sid, "watch ci")
+    model.push(hang(30, after_text="thinking"))
+    turn_id, _ = engine.start_turn(sid, ["something long"])
+    await sink.wait_for("item/agentMessage/delta", lambda e: e["turnId"] == turn_id)
+    _make_due(engine, "ci")
+    await sink.wait_for("session/notice", lambda e: e["kind"] == "watch")
+    await engine.shutdown()  # the daemon stops before the running turn reached a seam
+    engine.terminate()
+
+    again = Engine(config.load(), Store(paths.database_file()), RecordingSink())
+    try:
+        model.push(text("CI is green."))
+        done = await run(again, again.sink, sid, "any news?")  # type: ignore[arg-type]
+        assert done["status"] == "completed"
+        first = model.requests[-1]["messages"][-1]["content"]
+        assert first.startswith('[Watch "ci"') and first.endswith("any news?")
+    finally:
+        await again.shutdown()
+        again.terminate()
