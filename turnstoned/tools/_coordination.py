@@ -9,8 +9,10 @@ A workstream id is the child's session id (32 hex characters).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,6 +71,36 @@ class Coordination(Protocol):
     def cancel(self, parent: str, child: str) -> tuple[Child, bool]: ...
 
 
+Prepare = Callable[[Any, ToolContext], PreparedCall]
+Execute = Callable[[PreparedCall, ToolContext], Awaitable[ToolOutput]]
+
+
+def checked(prepare: Prepare) -> Prepare:
+    """A coordinator tool's ``prepare``: refused outside coordinator sessions, and a
+    ``CoordinationError`` it raises is the call's error."""
+    @functools.wraps(prepare)
+    def wrapper(args: Any, ctx: ToolContext) -> PreparedCall:
+        blocked = unavailable(ctx)
+        if blocked is not None:
+            return blocked
+        try:
+            return prepare(args, ctx)
+        except CoordinationError as exc:
+            return prepare_error(str(exc))
+    return wrapper
+
+
+def answered(execute: Execute) -> Execute:
+    """A coordinator tool's ``execute``: a ``CoordinationError`` is a result the model reads."""
+    @functools.wraps(execute)
+    async def wrapper(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        try:
+            return await execute(call, ctx)
+        except CoordinationError as exc:
+            return ToolOutput(str(exc), is_error=True, effect_status="none")
+    return wrapper
+
+
 def need(ctx: ToolContext) -> Coordination:
     """The engine's coordination (prepare checked it is there)."""
     found = ctx.env.services.coordinator
@@ -106,10 +138,6 @@ def text_arg(value: Any, field: str, limit: int, required: bool = False) -> str:
 
 def as_json(value: Any) -> ToolOutput:
     return ToolOutput(json.dumps(value, ensure_ascii=False, indent=1))
-
-
-def refused(exc: CoordinationError) -> ToolOutput:
-    return ToolOutput(str(exc), is_error=True, effect_status="none")
 
 
 def plain(ctx: ToolContext, header: str, data: Any, label: str | None = None,

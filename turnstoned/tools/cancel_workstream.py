@@ -6,36 +6,21 @@ from typing import Any
 
 import msgspec
 
-from turnstoned.tools._coordination import (
-    CoordinationError,
-    as_json,
-    need,
-    plain,
-    refused,
-    unavailable,
-    ws_id,
-)
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools import _coordination as co
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 class Args(msgspec.Struct, kw_only=True):
     ws_id: Any = None
 
 
+@co.checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    blocked = unavailable(ctx)
-    if blocked:
-        return blocked
-    try:
-        child = ws_id(args.ws_id)
-    except CoordinationError as exc:
-        return prepare_error(str(exc))
-    return plain(ctx, f"⚙ cancel_workstream {child[:8]}", child, label="cancel_workstream")
+    child = co.ws_id(args.ws_id)
+    return co.plain(ctx, f"⚙ cancel_workstream {child[:8]}", child, label="cancel_workstream")
 
 
+@co.answered
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-    try:
-        child, stopped = need(ctx).cancel(ctx.env.session_id, call.data)
-    except CoordinationError as exc:
-        return refused(exc)
-    return as_json({"stopped": stopped, **child.brief(500)})
+    child, stopped = co.need(ctx).cancel(ctx.env.session_id, call.data)
+    return co.as_json({"stopped": stopped, **child.brief(500)})

@@ -6,36 +6,24 @@ from typing import Any
 
 import msgspec
 
-from turnstoned.tools._coordination import (
-    CoordinationError,
-    as_json,
-    need,
-    plain,
-    text_arg,
-    unavailable,
-)
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools import _coordination as co
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 class Args(msgspec.Struct, kw_only=True):
     reason: Any = None
 
 
+@co.checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    blocked = unavailable(ctx)
-    if blocked:
-        return blocked
-    try:
-        reason = text_arg(args.reason, "reason", 512)
-    except CoordinationError as exc:
-        return prepare_error(str(exc))
-    return plain(ctx, "⚙ close_all_children" + (f": {reason[:100]}" if reason else ""), None,
-                 label="close_all_children", preview=reason)
+    reason = co.text_arg(args.reason, "reason", 512)
+    return co.plain(ctx, "⚙ close_all_children" + (f": {reason[:100]}" if reason else ""), None,
+                    label="close_all_children", preview=reason)
 
 
+@co.answered
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-    coordination = need(ctx)
-    closed = []
-    for child in coordination.children(ctx.env.session_id, include_closed=False):
-        closed.append((await coordination.close(ctx.env.session_id, child.id)).brief(500))
-    return as_json({"closed": closed})
+    coordination, parent = co.need(ctx), ctx.env.session_id
+    closed = [(await coordination.close(parent, child.id)).brief(500)
+              for child in coordination.children(parent, include_closed=False)]
+    return co.as_json({"closed": closed})

@@ -6,17 +6,8 @@ from typing import Any
 
 import msgspec
 
-from turnstoned.tools._coordination import (
-    CoordinationError,
-    as_json,
-    need,
-    plain,
-    refused,
-    text_arg,
-    unavailable,
-    ws_id,
-)
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools import _coordination as co
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 class Args(msgspec.Struct, kw_only=True):
@@ -24,20 +15,13 @@ class Args(msgspec.Struct, kw_only=True):
     reason: Any = None
 
 
+@co.checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    blocked = unavailable(ctx)
-    if blocked:
-        return blocked
-    try:
-        child, reason = ws_id(args.ws_id), text_arg(args.reason, "reason", 512)
-    except CoordinationError as exc:
-        return prepare_error(str(exc))
-    return plain(ctx, f"⚙ close_workstream {child[:8]}" + (f": {reason[:100]}" if reason else ""),
-                 child, label="close_workstream", preview=reason)
+    child, reason = co.ws_id(args.ws_id), co.text_arg(args.reason, "reason", 512)
+    return co.plain(ctx, f"⚙ close_workstream {child[:8]}" + (f": {reason[:100]}" if reason else ""),
+                    child, label="close_workstream", preview=reason)
 
 
+@co.answered
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-    try:
-        return as_json((await need(ctx).close(ctx.env.session_id, call.data)).brief())
-    except CoordinationError as exc:
-        return refused(exc)
+    return co.as_json((await co.need(ctx).close(ctx.env.session_id, call.data)).brief())

@@ -6,17 +6,8 @@ from typing import Any
 
 import msgspec
 
-from turnstoned.tools._coordination import (
-    CoordinationError,
-    as_json,
-    need,
-    plain,
-    refused,
-    text_arg,
-    unavailable,
-    ws_id,
-)
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools import _coordination as co
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 
 class Args(msgspec.Struct, kw_only=True):
@@ -24,21 +15,15 @@ class Args(msgspec.Struct, kw_only=True):
     message: Any = None
 
 
+@co.checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    blocked = unavailable(ctx)
-    if blocked:
-        return blocked
-    try:
-        child, message = ws_id(args.ws_id), text_arg(args.message, "message", 100_000, True)
-    except CoordinationError as exc:
-        return prepare_error(str(exc))
-    return plain(ctx, f"⚙ send_to_workstream {child[:8]}: {message.splitlines()[0][:100]}",
-                 (child, message), preview=message[:300])
+    child = co.ws_id(args.ws_id)
+    message = co.text_arg(args.message, "message", 100_000, required=True)
+    return co.plain(ctx, f"⚙ send_to_workstream {child[:8]}: {message.splitlines()[0][:100]}",
+                    (child, message), preview=message[:300])
 
 
+@co.answered
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     child, message = call.data
-    try:
-        return as_json(need(ctx).send(ctx.env.session_id, child, message).brief())
-    except CoordinationError as exc:
-        return refused(exc)
+    return co.as_json(co.need(ctx).send(ctx.env.session_id, child, message).brief())

@@ -6,16 +6,8 @@ from typing import Any
 
 import msgspec
 
-from turnstoned.tools._coordination import (
-    CoordinationError,
-    as_json,
-    need,
-    plain,
-    refused,
-    text_arg,
-    unavailable,
-)
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools import _coordination as co
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 MAX_MESSAGE = 100_000
 
@@ -31,30 +23,23 @@ def spec(raw: Any) -> tuple[str, str, str]:
     if isinstance(raw, str):
         raw = {"initial_message": raw}
     if not isinstance(raw, dict):
-        raise CoordinationError("Error: a child is an object with initial_message, name, model")
-    return (text_arg(raw.get("name"), "name", 80),
-            text_arg(raw.get("initial_message"), "initial_message", MAX_MESSAGE),
-            text_arg(raw.get("model"), "model", 200))
+        raise co.CoordinationError("Error: a child is an object with initial_message, name, model")
+    return (co.text_arg(raw.get("name"), "name", 80),
+            co.text_arg(raw.get("initial_message"), "initial_message", MAX_MESSAGE),
+            co.text_arg(raw.get("model"), "model", 200))
 
 
+@co.checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    blocked = unavailable(ctx)
-    if blocked:
-        return blocked
-    try:
-        name, message, model = spec({"name": args.name, "initial_message": args.initial_message,
-                                     "model": args.model})
-    except CoordinationError as exc:
-        return prepare_error(str(exc))
+    name, message, model = spec({"name": args.name, "initial_message": args.initial_message,
+                                 "model": args.model})
     first = message.splitlines()[0][:100] if message else "(idle)"
-    return plain(ctx, f"⚙ spawn_workstream {name or 'child'}: {first}",
-                 (name, message, model), label="spawn_workstream", preview=message[:300])
+    return co.plain(ctx, f"⚙ spawn_workstream {name or 'child'}: {first}",
+                    (name, message, model), label="spawn_workstream", preview=message[:300])
 
 
+@co.answered
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     name, message, model = call.data
-    try:
-        child = need(ctx).spawn(ctx.env.session_id, name or None, message or None, model or None)
-    except CoordinationError as exc:
-        return refused(exc)
-    return as_json(child.brief())
+    child = co.need(ctx).spawn(ctx.env.session_id, name or None, message or None, model or None)
+    return co.as_json(child.brief())

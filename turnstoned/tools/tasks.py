@@ -12,12 +12,12 @@ from turnstoned.store.tasks import STATUSES, Task, TaskStore
 from turnstoned.tools._coordination import (
     CoordinationError,
     as_json,
+    checked,
     plain,
     text_arg,
-    unavailable,
     ws_id,
 )
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 ACTIONS = ("add", "update", "remove", "reorder", "list")
 MAX_TEXT = 200
@@ -80,16 +80,11 @@ def _plan(args: Args) -> Plan:
     return Plan(action, fields, task_id=task_id)
 
 
+@checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    blocked = unavailable(ctx)
-    if blocked:
-        return blocked
     if ctx.env.services.store is None:
-        return prepare_error("Error: the task list needs the daemon's database")
-    try:
-        plan = _plan(args)
-    except CoordinationError as exc:
-        return prepare_error(str(exc))
+        raise CoordinationError("Error: the task list needs the daemon's database")
+    plan = _plan(args)
     what = plan.fields.get("title") or plan.task_id
     return plain(ctx, f"☑ tasks {plan.action}" + (f": {what}" if what else ""), plan)
 
