@@ -192,3 +192,22 @@ async def test_parallel_agents_are_bounded(isolated_home: Path, sink: RecordingS
     finally:
         await engine.shutdown()
         engine.terminate()
+
+
+async def test_what_asks_in_the_session_asks_in_the_agent(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "inside.txt").write_text("in")
+    (tmp_path / "outside.txt").write_text("out")
+    model.push(tool_calls([_task("t1", "Read both files.")]),
+               tool_calls([("a", "read_file", '{"path": "inside.txt"}'),
+                           ("b", "read_file", json.dumps({"path": str(tmp_path / "outside.txt")}))]),
+               text("Read both."), text("ok"))
+    sid = start(engine, project)
+    await run(engine, sink, sid, "delegate the reading")
+    parent = _parent_call(sink)
+    nested = [a for a in sink.approvals if a.get("parentCallId") == parent]
+    assert len(nested) == 1
+    gated = [i for i in nested[0]["items"] if i["needsApproval"]]
+    assert [i["tool"] for i in gated] == ["read_file"] and "outside.txt" in gated[0]["header"]

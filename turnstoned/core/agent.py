@@ -6,10 +6,12 @@ tools of kind ``task`` plus the MCP tools. It runs the pipeline unit
 (``pipeline.Batch``) like a turn does, reporting to the session's sink through
 ``NestedSink``: its items, streamed output and approval questions reach the
 editor marked with ``parentCallId`` (the ``task_agent`` call), and its approval
-cycles are its own, so several agents' questions can be pending at once. Tools
-of the auto set (``TASK_AUTO_TOOLS``) run without asking unless a call may never
-be granted (a credential path, say); the others ask, and grants ("always") are
-the session's.
+cycles are its own, so several agents' questions can be pending at once. What
+asks is what asks in the session: the auto set (reads, searches, notify) runs
+without asking, unless the call itself must ask (a read outside the workspace,
+a credential store); grants ("always") are the session's. Unlike the original,
+which ran every auto-set tool unasked in a task agent, a call that asks in the
+session asks here too.
 
 Depth is one (a task agent cannot start another), at most ``[tools]
 max_parallel_agents`` run at once in the daemon, and each has ``[tools]
@@ -28,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnstoned import protocol as p
-from turnstoned import tools as registry
 from turnstoned.config import ModelSettings, resolve_model
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
@@ -98,23 +99,6 @@ class _Refused:
         raise AssertionError("a refused call never runs")
 
 
-class _AutoApproved:
-    """A tool of the auto set: it runs without asking, unless the call may never be granted."""
-
-    def __init__(self, handle: ToolHandle) -> None:
-        self.handle, self.name = handle, handle.name
-        self.primary_key: str | None = handle.primary_key
-
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
-        call = self.handle.prepare(args, ctx)
-        if call.grantable:
-            call.needs_approval = False
-        return call
-
-    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        return await self.handle.execute(call, ctx)
-
-
 class AgentHost:
     """Runs task agents for the engine's sessions (``Services.agents``)."""
 
@@ -158,11 +142,7 @@ class SubAgent:
     def _handles(self) -> dict[str, ToolHandle]:
         found = toolset.build("task", self.env, toolset.SearchSettings(mode="off"))
         self.schemas = found.schemas
-        auto = registry.TASK_AUTO_TOOLS
-        handles = {name: _AutoApproved(h) if name in auto else h
-                   for name, h in found.handles.items()}
-        handles["task_agent"] = _Refused()
-        return handles
+        return {**found.handles, "task_agent": _Refused()}
 
     async def run(self) -> ToolOutput:
         model = resolve_model(self.engine.config.model, self.session.model)
