@@ -1,25 +1,4 @@
-"""The stop condition of a watch: a small expression language, interpreted, never ``eval``'d.
-
-A condition is one Python-syntax expression over the names ``output`` (the
-command's output), ``data`` (``output`` parsed as JSON, or None), ``exit_code``,
-``prev_output`` (None on the first poll) and ``changed``. It is parsed with
-``ast`` and checked against a whitelist before it is ever run; then a tree
-walker evaluates it. There is no way to name an attribute that starts with an
-underscore, to call anything but the listed functions and methods, to build a
-function, a comprehension, a format string, or to bind a name.
-
-The language: literals (strings, numbers, True/False/None, lists, tuples,
-dicts), ``and``/``or``/``not``, comparisons (``== != < <= > >= in not in is
-is not``), arithmetic (``+ - * / // % **``), ``x if c else y``, subscripts and
-slices, the functions ``len str int float bool abs min max any all isinstance
-sorted`` and a few methods of strings, dicts and lists (``METHODS``).
-
-Limits keep one evaluation small and short: the source length, the number and
-nesting of syntax nodes, the size of every value made on the way (strings,
-lists and the numbers' bits are checked *before* an operation builds them) and
-a deadline checked between steps. Each node runs at most once (there are no
-loops), so the deadline is reached within one step of being passed.
-"""
+"""Evaluating a checked condition: a tree walker with size and time limits on every step."""
 
 from __future__ import annotations
 
@@ -27,166 +6,20 @@ import ast
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-MAX_SOURCE = 1000  # characters of the expression
-MAX_NODES = 200  # syntax nodes
-MAX_DEPTH = 24  # nesting of syntax nodes
-MAX_WEIGHT = 262_144  # characters + items of any one value (four times a watch's output cap)
-MAX_INT_BITS = 4096
-DEADLINE = 0.25  # seconds for one evaluation
-
-NAMES = ("output", "data", "exit_code", "prev_output", "changed")
-TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool,
-                          "list": list, "tuple": tuple, "dict": dict}
-_FUNCTIONS = ("len", "str", "int", "float", "bool", "abs", "min", "max", "any", "all",
-              "isinstance", "sorted")
-METHODS: dict[type, frozenset[str]] = {
-    str: frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith",
-                    "endswith", "split", "rsplit", "splitlines", "count", "find", "rfind",
-                    "replace", "join", "isdigit", "isalpha", "isalnum", "isspace"}),
-    dict: frozenset({"get", "keys", "values", "items"}),
-    list: frozenset({"count", "index"}),
-    tuple: frozenset({"count", "index"}),
-}
-_METHOD_NAMES = frozenset().union(*METHODS.values())
-
-_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
-_CMPOPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.Is,
-           ast.IsNot)
-_PLAIN = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
-          ast.UAdd, ast.BinOp, ast.Compare, ast.IfExp, ast.Subscript, ast.Slice, ast.List,
-          ast.Tuple, ast.Dict, ast.Load, *_BINOPS, *_CMPOPS)
-_CONSTANTS = (str, int, float, bool, type(None))
-_SEQUENCES = (str, list, tuple)
-
-
-class ConditionError(Exception):
-    """The condition is not allowed, or failed while it ran; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """A checked condition, ready to evaluate any number of times."""
-
-    source: str
-    tree: ast.Expression
-    names: frozenset[str]  # the names it reads (``data`` is parsed only when read)
-
-
-# ---------------------------------------------------------------- checking
-
-
-def compile_condition(source: str) -> Condition:
-    """Parse and check ``source``; ``ConditionError`` says what is not allowed."""
-    text = source.strip()
-    if not text:
-        raise ConditionError("the condition is empty")
-    if len(text) > MAX_SOURCE:
-        raise ConditionError(f"the condition is longer than {MAX_SOURCE} characters")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ConditionError(f"not a valid expression: {exc.msg}") from exc
-    except ValueError as exc:  # e.g. a NUL character
-        raise ConditionError(f"not a valid expression: {exc}") from exc
-    except (RecursionError, MemoryError) as exc:
-        raise ConditionError("the condition is nested too deeply") from exc
-    _Checker().check(tree)
-    names = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in NAMES)
-    return Condition(text, tree, names)
-
-
-class _Checker:
-    """Walks the tree once: every node must be of an allowed form, the tree small and shallow."""
-
-    def __init__(self) -> None:
-        self.nodes = 0
-
-    def check(self, node: ast.AST, depth: int = 0) -> None:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise ConditionError(f"the condition has more than {MAX_NODES} parts")
-        if depth > MAX_DEPTH:
-            raise ConditionError(f"the condition is nested more than {MAX_DEPTH} levels deep")
-        if isinstance(node, ast.Constant):
-            if not isinstance(node.value, _CONSTANTS):
-                raise ConditionError(f"{type(node.value).__name__} literals are not supported")
-            return
-        if isinstance(node, ast.Name):
-            self._name(node)
-            return
-        if isinstance(node, ast.Call):
-            self._call(node, depth)
-            return
-        if isinstance(node, ast.Attribute):
-            raise ConditionError(f"attribute access ({node.attr!r}) is only allowed to call one "
-                                 "of the listed methods")
-        if not isinstance(node, _PLAIN):
-            raise ConditionError(f"{_describe(node)} is not allowed in a condition")
-        for child in ast.iter_child_nodes(node):
-            self.check(child, depth + 1)
-
-    def _name(self, node: ast.Name) -> None:
-        if node.id in NAMES:
-            return
-        if node.id in _FUNCTIONS or node.id in TYPES:
-            raise ConditionError(f"{node.id!r} can only be called")
-        raise ConditionError(f"unknown name {node.id!r}; the names are {', '.join(NAMES)}")
-
-    def _call(self, node: ast.Call, depth: int) -> None:
-        if node.keywords:
-            raise ConditionError("keyword arguments are not supported")
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise ConditionError("* arguments are not supported")
-        func = node.func
-        if isinstance(func, ast.Name):
-            if func.id not in _FUNCTIONS:
-                raise ConditionError(f"{func.id!r} is not a function you can call; the functions "
-                                     f"are {', '.join(_FUNCTIONS)}")
-            args = node.args
-            if func.id == "isinstance":
-                if len(args) != 2:
-                    raise ConditionError("isinstance takes a value and a type")
-                self._type_spec(args[1])
-                args = args[:1]
-        elif isinstance(func, ast.Attribute):
-            if func.attr.startswith("_") or func.attr not in _METHOD_NAMES:
-                raise ConditionError(f"method {func.attr!r} is not allowed; the methods are "
-                                     f"{', '.join(sorted(_METHOD_NAMES))}")
-            self.nodes += 1
-            self.check(func.value, depth + 2)
-            args = node.args
-        else:
-            raise ConditionError("only the listed functions and methods can be called")
-        for arg in args:
-            self.check(arg, depth + 1)
-
-    def _type_spec(self, node: ast.AST) -> None:
-        names = node.elts if isinstance(node, ast.Tuple) else [node]
-        for n in names:
-            self.nodes += 1
-            if not (isinstance(n, ast.Name) and n.id in TYPES):
-                raise ConditionError(f"isinstance checks against {', '.join(TYPES)}")
-
-
-def _describe(node: ast.AST) -> str:
-    kinds = {ast.Lambda: "a lambda", ast.NamedExpr: "an assignment (:=)",
-             ast.JoinedStr: "an f-string", ast.FormattedValue: "an f-string",
-             ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
-             ast.DictComp: "a comprehension", ast.GeneratorExp: "a generator",
-             ast.Starred: "unpacking (*)", ast.Set: "a set literal",
-             ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield"}
-    for kind, text in kinds.items():
-        if isinstance(node, kind):
-            return text
-    if isinstance(node, ast.operator | ast.unaryop):
-        return f"the operator {type(node).__name__}"
-    return type(node).__name__
-
-
-# ---------------------------------------------------------------- running
+from turnstoned.condition.language import (
+    CONSTANTS,
+    DEADLINE,
+    MAX_INT_BITS,
+    MAX_WEIGHT,
+    METHODS,
+    SEQUENCES,
+    TYPES,
+    Condition,
+    ConditionError,
+    describe,
+)
 
 
 def evaluate(cond: Condition, output: str, exit_code: int, prev_output: str | None) -> bool:
@@ -227,7 +60,7 @@ class _Runner:
             raise ConditionError(f"the condition took longer than {DEADLINE:g}s")
         handler = self._HANDLERS.get(type(node))
         if handler is None:  # the checker lets nothing else through
-            raise ConditionError(f"{_describe(node)} is not allowed in a condition")
+            raise ConditionError(f"{describe(node)} is not allowed in a condition")
         return handler(self, node)
 
     # ----------------------------------------------------------- sizes
@@ -288,12 +121,12 @@ class _Runner:
         op = node.op
         if _is_number(left) and _is_number(right):
             return _arith(op, left, right)
-        if isinstance(op, ast.Add) and type(left) is type(right) and isinstance(left, _SEQUENCES):
+        if isinstance(op, ast.Add) and type(left) is type(right) and isinstance(left, SEQUENCES):
             self._within(self.weight(left) + self.weight(right))
             return left + right
         if isinstance(op, ast.Mult):
-            seq, count = (left, right) if isinstance(left, _SEQUENCES) else (right, left)
-            if isinstance(seq, _SEQUENCES) and isinstance(count, int):
+            seq, count = (left, right) if isinstance(left, SEQUENCES) else (right, left)
+            if isinstance(seq, SEQUENCES) and isinstance(count, int):
                 self._within(self.weight(seq) * max(count, 0))
                 return seq * count
         raise ConditionError(f"unsupported operand types for {type(op).__name__}: "
@@ -313,7 +146,7 @@ class _Runner:
 
     def _subscript(self, node: ast.Subscript) -> Any:
         value = self.run(node.value)
-        if not isinstance(value, _SEQUENCES + (dict,)):
+        if not isinstance(value, SEQUENCES + (dict,)):
             raise ConditionError(f"{type(value).__name__} cannot be indexed")
         if isinstance(node.slice, ast.Slice):
             if isinstance(value, dict):
@@ -325,7 +158,7 @@ class _Runner:
             return value[slice(*parts)]
         key = self.run(node.slice)
         if isinstance(value, dict):
-            if not isinstance(key, _CONSTANTS):
+            if not isinstance(key, CONSTANTS):
                 raise ConditionError(f"a {type(key).__name__} cannot be a dict key")
             return value[key]
         if not isinstance(key, int):
@@ -344,7 +177,7 @@ class _Runner:
             if k is None:
                 raise ConditionError("** in a dict literal is not supported")
             key = self.run(k)
-            if not isinstance(key, _CONSTANTS):
+            if not isinstance(key, CONSTANTS):
                 raise ConditionError(f"a {type(key).__name__} cannot be a dict key")
             out[key] = self.run(v)
         return self.admit(out)
@@ -380,7 +213,7 @@ class _Runner:
             old, new = args[0], args[1]
             hits = text.count(old) if old else len(text) + 1
             self._within(len(text) + hits * max(len(new) - len(old), 0))
-        elif name == "join" and args and isinstance(args[0], _SEQUENCES):
+        elif name == "join" and args and isinstance(args[0], SEQUENCES):
             self._within(self.weight(args[0]) + len(text) * len(args[0]))
 
     _HANDLERS: ClassVar[dict[type, Callable[[_Runner, Any], Any]]] = {
@@ -435,7 +268,7 @@ def _arith(op: ast.operator, left: Any, right: Any) -> Any:
 
 def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:
     if isinstance(op, ast.In | ast.NotIn):
-        if not isinstance(right, _SEQUENCES + (dict,)):
+        if not isinstance(right, SEQUENCES + (dict,)):
             raise ConditionError(f"'in' needs a string, list, tuple or dict, not "
                                  f"{type(right).__name__}")
         if isinstance(right, str) and not isinstance(left, str):
@@ -452,7 +285,7 @@ def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:
 
 
 def _iterable(value: Any, fn: str) -> Any:
-    if not isinstance(value, _SEQUENCES + (dict,)):
+    if not isinstance(value, SEQUENCES + (dict,)):
         raise ConditionError(f"{fn}() needs a string, list, tuple or dict, not "
                              f"{type(value).__name__}")
     return value
