@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 
     from turnstoned.client import Client
 
-    from turnstoned.client import Client
-
 
 def _parser() -> argparse.ArgumentParser:
     import argparse

@@ -195,7 +195,7 @@ async def test_wait_times_out_and_any_returns_on_the_first(
 async def test_the_task_list(engine: Engine, sink: RecordingSink, model: ScriptedModel,
                              tmp_path: Path) -> None:
     coord, child = await _coordinated(engine, sink, tmp_path)
-    [first, second] = await _call(engine, sink, model, coord, [
+    [_, second] = await _call(engine, sink, model, coord, [
         ("a", "tasks", {"action": "add", "title": "Write the parser"}),
         ("b", "tasks", {"action": "add", "title": "Test it", "child_ws_id": child,
                         "status": "in_progress"})])

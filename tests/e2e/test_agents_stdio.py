@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.component.test_coordinator import router
 from tests.e2e.rawrpc import RawDaemon
 from tests.e2e.test_stdio import turn
-from tests.component.test_coordinator import router
 from tests.fakes.model_server import Response, ScriptedModel, text, tool_calls
 
 
@@ -62,7 +62,7 @@ def test_a_coordinators_children_are_sessions_with_a_parent(env: dict[str, str],
     sessions = d.result("session/list")["sessions"]
     [child] = [s for s in sessions if s.get("parentSessionId") == coord]
     assert (child["title"], child["kind"], child["status"]) == ("scout", "interactive", "idle")
-    assert [s for s in sessions if s["sessionId"] == coord][0].get("parentSessionId") is None
+    assert next(s for s in sessions if s["sessionId"] == coord).get("parentSessionId") is None
     # the child's turn streamed under its own session id
     assert any(e["sessionId"] == child["sessionId"] for e in d.of("turn/completed"))
     items = d.result("session/resume", {"sessionId": child["sessionId"]})["items"]
