@@ -14,7 +14,7 @@ it.
 
 Figures: turns completed, compactions (by trigger and mode), the largest prompt the
 server saw vs the window (turn calls and summary calls), refusals, the session's
-history in the store, the daemon's peak RSS (``VmHWM`` of /proc/<pid>/status) after
+history in the store, tool results cut to fit, the daemon's peak RSS (``VmHWM`` of /proc/<pid>/status) after
 10, 50, 100 and all turns, and turn times. ``--compare`` runs the same script with
 ``compact_at = 0`` (no compaction) and reports where it fails.
 """
@@ -22,8 +22,6 @@ history in the store, the daemon's peak RSS (``VmHWM`` of /proc/<pid>/status) af
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sqlite3
 import statistics
 import sys
@@ -36,9 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.rawrpc import RawDaemon  # noqa: E402
-from tests.fakes.model_server import ScriptedModel, prompt_tokens  # noqa: E402
-from tests.turnkit import Brain  # noqa: E402
+from tests.e2e.rawrpc import RawDaemon
+from tests.fakes.model_server import ScriptedModel, prompt_tokens
+from tests.turnkit import Brain
 
 SUMMARY = " ".join(["The user asked for files to be read one at a time; each was read and",
                     "acknowledged. Files f1 to f20 hold numbered lines of filler text."] * 10)
@@ -107,6 +105,9 @@ def run(turns: int, window: int, output: int, compact_at: float) -> dict[str, An
     figures["requests"] = len(sizes)
     with sqlite3.connect(home / "data" / "turnstoned.sqlite3") as db:
         figures["stored"] = db.execute("SELECT COUNT(*), SUM(LENGTH(body)) FROM messages").fetchone()
+        figures["cut"] = db.execute(
+            "SELECT COUNT(*), SUM(body LIKE '%chars truncated%' OR body LIKE '%result dropped%') "
+            "FROM messages WHERE role = 'tool'").fetchone()
     return figures
 
 
@@ -124,6 +125,8 @@ def report(title: str, f: dict[str, Any], turns: int, window: int) -> None:
         print(f"  largest summary call   {f['summary_prompt_max']:,} tokens = "
               f"{f['summary_prompt_max'] / window:.0%} of the window")
     print(f"  prompts refused        {f['refused']} (over the window)")
+    results, cut = f["cut"]
+    print(f"  tool results cut       {cut or 0} of {results} (to the room left in the window)")
     count, chars = f["stored"]
     print(f"  history in the store   {count:,} messages, {(chars or 0) / 1e6:.1f} MB of JSON")
     hwm = ", ".join(f"{n} turns {kib / 1024:.1f} MiB" for n, kib in sorted(f["hwm"].items()))
