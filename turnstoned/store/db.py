@@ -7,9 +7,9 @@ folds it into the conversation (the same transaction) removes it. A compaction
 (``compactions``) records where the model's view of a session now starts: its
 summary, and the first message still sent word for word; the messages before it
 stay where they are (``session/resume`` shows them, ``recall`` finds them).
-Message bodies are stored as JSON
-produced by the caller; the store reads them only for the role and for the
-text it indexes for ``recall`` (full-text search, in the same transaction).
+Message bodies are stored as JSON produced by the caller; the store reads them
+only for the role, the id a compaction names, and the text it indexes for
+``recall`` (full-text search, in the same transaction).
 Memories (``memory``), decisions about project MCP configs (``trust``), watches
 (``watches``) and coordinators' task lists (``tasks``) live in the same file.
 """
