@@ -192,63 +192,113 @@ def answer_trust(params: Message, trust: bool) -> Message:
 
 
 class Printer:
-    """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines."""
+    """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines.
+
+    What a task agent does (events with ``parentCallId``) is indented under its call, on
+    stderr: stdout keeps the session's own answer.
+    """
+
+    NESTED = "    "
 
     def __init__(self, as_json: bool) -> None:
         self.as_json = as_json
+        self._fresh = True  # stderr is at the start of a line
+
+    def _stream(self, text: str, nested: bool) -> None:
+        """Streamed text on stderr; a task agent's lines are indented."""
+        for piece in text.splitlines(keepends=True):
+            if nested and self._fresh:
+                sys.stderr.write(self.NESTED)
+            sys.stderr.write(piece)
+            self._fresh = piece.endswith("\n")
+        sys.stderr.flush()
+
+    def _line(self, text: str, nested: bool) -> None:
+        """A line of its own on stderr."""
+        start = "" if self._fresh else "\n"
+        print(f"{start}{self.NESTED if nested else ''}{text}", file=sys.stderr, flush=True)
+        self._fresh = True
 
     def __call__(self, method: str, params: Message) -> None:
         if self.as_json:
             print(json.dumps({"method": method, "params": params}), flush=True)
             return
+        nested = bool(params.get("parentCallId"))
+        item = params.get("item") or {}
         if method == "item/agentMessage/delta":
-            print(params["delta"], end="", flush=True)
+            if nested:
+                self._stream(params["delta"], nested)
+            else:
+                print(params["delta"], end="", flush=True)
         elif method == "item/toolCall/outputDelta":
-            print(params["chunk"], end="", file=sys.stderr, flush=True)
-        elif method == "item/started" and params["item"]["type"] == "toolCall":
-            print(f"\n{params['item']['header']}", file=sys.stderr, flush=True)
-        elif method == "item/completed" and params["item"]["type"] == "toolCall":
-            item = params["item"]
+            self._stream(params["chunk"], nested)
+        elif method == "item/started" and item["type"] == "toolCall":
+            self._line(item["header"], nested)
+        elif method == "item/started" and item["type"] == "agentMessage" and nested:
+            self._line("⤷ agent:", nested)
+        elif method == "item/completed" and item["type"] == "toolCall":
             mark = "✗" if item.get("isError") else "✓"
             first = (item.get("output") or "").strip().splitlines()[:1]
-            print(f"{mark} {item['tool']} {item['status']}: {first[0][:200] if first else ''}",
-                  file=sys.stderr, flush=True)
+            self._line(f"{mark} {item['tool']} {item['status']}: "
+                       f"{first[0][:200] if first else ''}", nested)
         elif method == "turn/completed":
             print(flush=True)
             if params.get("error"):
                 err = params["error"]
                 print(f"turn failed ({err['kind']}): {err['message']}", file=sys.stderr)
         elif method == "session/notice":
-            print(f"\n[{params['kind']}] {params['text']}", file=sys.stderr, flush=True)
+            title = (params.get("data") or {}).get("title")
+            head = f"{params['kind']}: {title}" if title else params["kind"]
+            self._line(f"[{head}] {params['text']}", False)
+
+
+def show_child(method: str, params: Message) -> None:
+    """One line per step of a session a coordinator spawned."""
+    sid = str(params.get("sessionId"))
+    tag, item = f"  [{sid[:8]}]", params.get("item") or {}
+    if method == "item/started" and item.get("type") == "toolCall":
+        print(f"{tag} {item['header']}", file=sys.stderr, flush=True)
+    elif method == "item/completed" and item.get("type") == "agentMessage" and item["text"]:
+        first = item["text"].strip().splitlines()[0][:200]
+        print(f"{tag} ⤷ {first}", file=sys.stderr, flush=True)
+    elif method == "turn/completed" and params["status"] != "completed":
+        print(f"{tag} turn {params['status']}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- the turn
 
 
-class Turn:
-    """Runs one turn of a session and prints its events until ``turn/completed``."""
+class Session:
+    """Runs a turn of one session and prints its events (and its child sessions' steps);
+    ``follow`` then stays while the session's watches are active."""
 
-    def __init__(self, wire: Wire, session_id: str, show: Printer) -> None:
+    def __init__(self, wire: Wire, session_id: str, show: Printer, children: bool) -> None:
         self.wire, self.session_id, self.show = wire, session_id, show
+        self.children = children
         self.turn_id: str | None = None
         self.early: list[Message] = []
         self.done: Message | None = None
+        self.following = False
+        self.running: set[str] = set()  # turns the session's watches started
+        self.changed = False
+        wire.on_notification = self.event
 
     def event(self, msg: Message) -> None:
-        params = msg.get("params") or {}
+        method, params = msg["method"], msg.get("params") or {}
         if params.get("sessionId") != self.session_id:
+            if self.children and params.get("sessionId") and not params.get("parentCallId"):
+                show_child(method, params)
             return
-        if self.turn_id is None:
+        if self.following:
+            self._followed(method, params)
+        elif self.turn_id is None:
             self.early.append(msg)
-            return
-        if params.get("turnId") not in (None, self.turn_id):
-            return
-        self.show(msg["method"], params)
-        if msg["method"] == "turn/completed":
-            self.done = params
+        elif params.get("turnId") in (None, self.turn_id):
+            self.show(method, params)
+            if method == "turn/completed":
+                self.done = params
 
     def run(self, prompt: str) -> Message:
-        self.wire.on_notification = self.event
         result = self.wire.request("turn/start", {
             "sessionId": self.session_id, "input": [{"type": "text", "text": prompt}]})
         self.turn_id = result["turnId"]
@@ -271,6 +321,34 @@ class Turn:
                 self.wire.pump(5)
         except (Failure, TimeoutError, OSError):
             self.done = {"status": "interrupted"}
+
+    def _followed(self, method: str, params: Message) -> None:
+        self.show(method, params)
+        if method == "turn/started":
+            self.running.add(params["turnId"])
+        elif method == "turn/completed":
+            self.running.discard(params["turnId"])
+            self.changed = True
+        elif method == "session/notice":
+            self.changed = True
+
+    def follow(self) -> None:
+        """Print what the session's watches bring (reports, the turns they start) until none
+        is left active and no turn runs."""
+        self.following = True
+        shown = ""
+        while True:
+            self.changed = False
+            listed = self.wire.request("watch/list", {"sessionId": self.session_id})
+            names = ", ".join(w["name"] for w in listed["watches"])
+            if not names and not self.running:
+                return
+            if names and names != shown:
+                print(f"\nfollowing: active watches {names}; Ctrl-C stops following (the "
+                      "watches stay)", file=sys.stderr, flush=True)
+            shown = names
+            while not self.changed:
+                self.wire.pump(None)
 
 
 def _trust_project(wire: Wire, folder: str) -> None:
@@ -312,14 +390,20 @@ def run(opts: argparse.Namespace, daemon_flags: list[str]) -> int:
             wire.request("session/resume", {"sessionId": opts.session})
             sid = opts.session
         else:
-            sid = wire.request("session/start", {"cwd": cwd, "model": opts.model,
+            kind = "coordinator" if opts.coordinator else "interactive"
+            sid = wire.request("session/start", {"cwd": cwd, "model": opts.model, "kind": kind,
                                                  "skipPermissions": opts.yes})["sessionId"]
         if not opts.json:
             print(f"session {sid}", file=sys.stderr)
-        done = Turn(wire, sid, Printer(opts.json)).run(opts.prompt)
+        session = Session(wire, sid, Printer(opts.json), children=not opts.json)
+        done = session.run(opts.prompt)
+        if opts.follow:
+            session.follow()
     except (Failure, TimeoutError, OSError) as exc:
         print(f"turnstoned: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
     finally:
         daemon.close()
     return {"completed": 0, "interrupted": 130}.get(done["status"], 1)

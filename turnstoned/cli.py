@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
                       help="trust the folder's .mcp.json as it is now and start its servers")
     chat.add_argument("--private", action="store_true",
                       help="spawn a daemon of its own over stdio instead of using the resident one")
+    chat.add_argument("--coordinator", action="store_true",
+                      help="a coordinator session: it delegates to child sessions, whose "
+                           "activity is shown too")
+    chat.add_argument("--follow", action="store_true",
+                      help="stay while the session has active watches, printing the turns "
+                           "they start")
     return parser
 
 

@@ -123,6 +123,11 @@ async def session_close(get_engine: GetEngine, params: p.SessionRef) -> p.Empty:
     return p.Empty()
 
 
+@handles("session/compact")
+async def session_compact(get_engine: GetEngine, params: p.SessionRef) -> p.SessionCompactResult:
+    return await get_engine().compact(params.session_id)
+
+
 @handles("turn/start")
 async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.TurnStartResult:
     turn_id, queued = get_engine().start_turn(params.session_id, [i.text for i in params.input])
@@ -191,6 +196,19 @@ async def memory_delete(get_engine: GetEngine, params: p.MemoryDeleteParams) -> 
 @handles("skill/list")
 async def skill_list(get_engine: GetEngine, params: p.SkillListParams) -> p.SkillListResult:
     return p.SkillListResult(skills=get_engine().skill_list(params.session_id))
+
+
+# ---------------------------------------------------------------- watches
+
+
+@handles("watch/list")
+async def watch_list(get_engine: GetEngine, params: p.WatchListParams) -> p.WatchListResult:
+    return p.WatchListResult(watches=get_engine().watches.list(params.session_id))
+
+
+@handles("watch/cancel")
+async def watch_cancel(get_engine: GetEngine, params: p.WatchCancelParams) -> p.WatchCancelResult:
+    return get_engine().watches.cancel(params.session_id, params.name)
 
 
 # ---------------------------------------------------------------- the daemon

@@ -18,8 +18,12 @@ PROTOCOL_VERSION = 1
 # Additions within version 1 (new fields with defaults, new methods); clients may
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
 # decisions, session/usage and trust for project MCP configs; "1.2" adds previews
-# (preview/open, preview/read).
-PROTOCOL_REVISION = "1.3"
+# (preview/open, preview/read); "1.3" adds watches (watch/list, watch/cancel), task
+# agents' parentCallId and coordinators' children (parentSessionId); "1.4" adds context
+# compaction (session/compact, session/compacted, ``detail`` on notice items); "1.5"
+# adds several clients of a resident daemon (session/unsubscribe, clients and resident
+# in daemon/health).
+PROTOCOL_REVISION = "1.5"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -52,6 +56,7 @@ class ErrorCode(enum.IntEnum):
     CONFIG_ERROR = -32014
     FILE_CHANGE_NOT_PENDING = -32020
     PREVIEW_NOT_FOUND = -32021
+    WATCH_NOT_FOUND = -32022
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -69,6 +74,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.CONFIG_ERROR: "configError",
     ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
     ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
+    ErrorCode.WATCH_NOT_FOUND: "watchNotFound",
 }
 
 TurnErrorKind = Literal[
@@ -94,6 +100,9 @@ ResolvedDecision = Literal["approve", "deny", "always", "cancelled", "timeout", 
 TurnStatus = Literal["completed", "interrupted", "failed"]
 SessionStatus = Literal["idle", "running", "closed"]
 FileChangeKind = Literal["create", "modify", "delete"]
+# What made the daemon compact a session's context, and what replaced the older part.
+CompactionTrigger = Literal["auto", "overflow", "manual"]
+CompactionMode = Literal["summary", "dropped"]
 
 
 class TextInput(Wire, kw_only=True, tag="text", tag_field="type"):
@@ -168,6 +177,8 @@ class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
     id: str
     kind: str
     text: str
+    # More to show on demand (for ``compacted``: the summary the model reads instead).
+    detail: str | None = None
 
 
 Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem
@@ -201,6 +212,8 @@ class SessionInfo(Wire, kw_only=True):
     created_at: str
     updated_at: str
     status: SessionStatus
+    # The coordinator session that spawned this one (its tools manage it); null otherwise.
+    parent_session_id: str | None = None
 
 
 class SessionListResult(Wire, kw_only=True):
@@ -215,6 +228,14 @@ class SessionResumeResult(Wire, kw_only=True):
     session_id: str
     session: SessionInfo
     items: list[Item]
+
+
+class SessionCompactResult(Wire, kw_only=True):
+    """``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it
+    compacts at its next seam) or ``unchanged`` (nothing old enough to compact)."""
+
+    status: Literal["compacted", "scheduled", "unchanged"]
+    text: str = ""
 
 
 class TurnStartParams(Wire, kw_only=True):
@@ -419,6 +440,50 @@ class PreviewReadResult(Wire, kw_only=True):
     eof: bool  # the bytes read reach the end
 
 
+class WatchInfo(Wire, kw_only=True):
+    """A command the daemon polls for a session (the model's ``watch`` tool)."""
+
+    watch_id: str
+    session_id: str
+    name: str
+    command: str
+    interval_seconds: float
+    # The condition that ends the watch; null: it fires when the output changes.
+    stop_on: str | None = None
+    max_polls: int
+    poll_count: int = 0
+    active: bool = True
+    # Why an inactive watch ended ("condition met: ...", "cancelled by the user", ...).
+    ended: str | None = None
+    next_poll_at: str | None = None
+    last_poll_at: str | None = None
+    last_exit_code: int | None = None
+    created_at: str
+
+
+class WatchListParams(Wire, kw_only=True):
+    """Without ``sessionId``: the active watches of every session."""
+
+    session_id: str | None = None
+
+
+class WatchListResult(Wire, kw_only=True):
+    watches: list[WatchInfo]
+
+
+class WatchCancelParams(Wire, kw_only=True):
+    """``name`` is the watch's name or a prefix (4 or more characters) of its id."""
+
+    session_id: str
+    name: str
+
+
+class WatchCancelResult(Wire, kw_only=True):
+    watch: WatchInfo
+    # False when the watch had already ended (``watch.ended`` says why).
+    cancelled: bool
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -432,6 +497,8 @@ class ItemStarted(Event, kw_only=True):
     turn_id: str
     item_id: str
     item: Item
+    # Set on the items of a task agent: the ``task_agent`` call they belong to.
+    parent_call_id: str | None = None
 
 
 class ItemDelta(Event, kw_only=True):
@@ -439,6 +506,7 @@ class ItemDelta(Event, kw_only=True):
     turn_id: str
     item_id: str
     delta: str
+    parent_call_id: str | None = None
 
 
 class AgentMessageDelta(ItemDelta, kw_only=True):
@@ -455,6 +523,7 @@ class ToolOutputDelta(Event, kw_only=True):
     item_id: str
     call_id: str
     chunk: str
+    parent_call_id: str | None = None
 
 
 class ItemCompleted(Event, kw_only=True):
@@ -462,6 +531,7 @@ class ItemCompleted(Event, kw_only=True):
     turn_id: str
     item_id: str
     item: Item
+    parent_call_id: str | None = None
 
 
 class ApprovalResolved(Event, kw_only=True):
@@ -472,6 +542,7 @@ class ApprovalResolved(Event, kw_only=True):
     decision: ResolvedDecision
     # When the answer decided calls one by one: what each asked-about call got.
     calls: dict[str, Decision] = {}
+    parent_call_id: str | None = None
 
 
 class TurnCompleted(Event, kw_only=True):
@@ -490,6 +561,22 @@ class SessionUsage(Event, kw_only=True):
     context_window: int
     # True when the server reported no usage and ``contextTokens`` is estimated from text.
     estimated: bool = False
+
+
+class SessionCompacted(Event, kw_only=True):
+    """The older part of the conversation left the model's view for a summary (or, when the
+    summary could not be written, a note that it was dropped); history and recall keep it."""
+
+    session_id: str
+    turn_id: str | None = None  # null when compacted between turns (session/compact)
+    trigger: CompactionTrigger
+    mode: CompactionMode
+    messages: int  # how many messages the model no longer sees word for word
+    context_tokens_before: int
+    context_tokens_after: int
+    context_window: int
+    text: str  # one line for the user
+    summary: str = ""  # what the model reads instead ("" when mode is "dropped")
 
 
 class SessionNotice(Event, kw_only=True):
@@ -598,6 +685,8 @@ class ApprovalRequestParams(Event, kw_only=True):
     items: list[ApprovalRequestItem]
     # The calls cannot be decided one by one (they change the same file): answer the cycle.
     atomic: bool = False
+    # Asked by a task agent: the ``task_agent`` call whose agent wants to run these calls.
+    parent_call_id: str | None = None
 
 
 class CallDecision(Wire, kw_only=True):
@@ -703,6 +792,8 @@ METHODS: tuple[Method, ...] = (
     _req("session/close", SessionRef, Empty, "Close a session: its turn and background shells end."),
     _req("session/unsubscribe", SessionRef, Empty,
          "Stop receiving a session's notifications and approval requests on this connection."),
+    _req("session/compact", SessionRef, SessionCompactResult,
+         "Summarise the older part of a session's context now (a running turn: at its next seam)."),
     _req("turn/start", TurnStartParams, TurnStartResult,
          "Send user input. Returns at once; a turn already running takes it at its next seam."),
     _req("turn/interrupt", TurnInterruptParams, Empty,
@@ -723,6 +814,9 @@ METHODS: tuple[Method, ...] = (
          "The whole proposed content of a file change awaiting approval (for a diff view)."),
     _req("preview/read", PreviewReadParams, PreviewReadResult,
          "Read the content of a preview the daemon announced with preview/open."),
+    _req("watch/list", WatchListParams, WatchListResult,
+         "Active watches (commands the daemon polls for a session), the next due first."),
+    _req("watch/cancel", WatchCancelParams, WatchCancelResult, "Stop one of a session's watches."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", AgentMessageDelta, "Text of the assistant message (coalesced)."),
@@ -733,6 +827,8 @@ METHODS: tuple[Method, ...] = (
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
+    _note("session/compacted", SessionCompacted,
+          "Older messages left the model's context for a summary; history and recall keep them."),
     _note("preview/open", PreviewOpen,
           "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerStatusChanged,

@@ -2,8 +2,9 @@
 
 Each connection (the stdio client, or each client of the resident daemon's
 socket) follows the sessions it started, resumed or started a turn in, and
-sees those sessions' notifications only; notifications about no session (MCP
-server status) go to every initialized connection. ``session/unsubscribe`` or
+sees those sessions' notifications only (and those of the sessions they spawned,
+a coordinator's children); notifications about no session (MCP server status)
+go to every initialized connection. ``session/unsubscribe`` or
 closing the connection stops following.
 
 An approval request goes to every connection following its session; the first
@@ -24,6 +25,7 @@ import contextvars
 import itertools
 import logging
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -158,6 +160,26 @@ class Router:
         self.followers: dict[str, list[Connection]] = {}
         self.questions: list[_Question] = []
         self._numbers = itertools.count(1)
+        # The session that spawned a session (a coordinator's child), if any.
+        self.parent_of: Callable[[str], str | None] = lambda session_id: None
+
+    def _lineage(self, session_id: str) -> list[str]:
+        """The session, the session that spawned it, and so on up."""
+        chain = [session_id]
+        while (parent := self.parent_of(chain[-1])) is not None and parent not in chain:
+            chain.append(parent)
+        return chain
+
+    def followers_of(self, session_id: str) -> list[Connection]:
+        """Who sees a session: its own followers, else those of the session that spawned it
+        (a coordinator's child sessions are part of the coordinator's work)."""
+        found = self.followers.get(session_id)
+        if found:
+            return found
+        for ancestor in self._lineage(session_id)[1:]:
+            if found := self.followers.get(ancestor):
+                return found
+        return []
 
     # ----------------------------------------------------------- connections
 
@@ -184,8 +206,8 @@ class Router:
             return
         conn.sessions[session_id] = None
         self.followers.setdefault(session_id, []).append(conn)
-        waiting = [q for q in self.questions if q.session_id == session_id]
-        if waiting:
+        if any(q.session_id and session_id in self._lineage(q.session_id)
+               for q in self.questions):
             # Ask after the answer to the request that subscribed (resume, turn/start) has
             # been written: that answer is sent from the request task's done callback,
             # which is scheduled once the handler returns, right after this first hop.
@@ -195,7 +217,7 @@ class Router:
     def _ask_waiting(self, conn: Connection, session_id: str) -> None:
         if session_id in conn.sessions:
             for question in self.questions:
-                if question.session_id == session_id:
+                if question.session_id and session_id in self._lineage(question.session_id):
                     question.ask(conn)
 
     def unsubscribe(self, conn: Connection, session_id: str) -> None:
@@ -203,7 +225,8 @@ class Router:
             return
         self._unfollow(conn, session_id)
         for question in self.questions:
-            if question.session_id == session_id:
+            if question.session_id and session_id in self._lineage(question.session_id) \
+                    and conn not in self.followers_of(question.session_id):
                 question.drop(conn, tell=True)
 
     def _unfollow(self, conn: Connection, session_id: str) -> None:
@@ -226,7 +249,7 @@ class Router:
     def notify(self, event: p.Event) -> None:
         session_id = getattr(event, "session_id", None)
         if session_id is not None:
-            targets = self.followers.get(session_id)
+            targets = self.followers_of(session_id)
         else:
             targets = [c for c in self.connections if c.initialized]
         if not targets:
@@ -249,7 +272,7 @@ class Router:
 
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         question = _Question(params, "approval", params.session_id)
-        raw = await self._ask(question, list(self.followers.get(params.session_id, ())))
+        raw = await self._ask(question, list(self.followers_of(params.session_id)))
         try:
             return msgspec.convert(raw, p.ApprovalResponse)
         except msgspec.ValidationError as exc:

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 IDLE_TIMEOUT = 600.0  # [daemon] idle_timeout_seconds until the config is read
 
 # Requests that wait for a model discovery under way (a first run: see EngineHolder).
-AFTER_DISCOVERY = frozenset({"turn/start", "daemon/health"})
+AFTER_DISCOVERY = frozenset({"turn/start", "session/compact", "daemon/health"})
 
 
 class Daemon(LanguageServer):
@@ -156,7 +156,13 @@ class Hub:
         self.idle_timeout = IDLE_TIMEOUT  # `turnstoned serve`: see resident._idle
         self.idle_fixed = False  # given on the command line: the config does not change it
         self.holder.on_config = self._configured
+        self.router.parent_of = self._parent_of
         self._warm: asyncio.Task[None] | None = None
+
+    def _parent_of(self, session_id: str) -> str | None:
+        engine = self.holder.engine
+        live = engine.sessions.get(session_id) if engine is not None else None
+        return live.row.parent_id if live is not None else None
 
     def _configured(self, cfg: Config) -> None:
         self.max_frame = cfg.daemon.max_frame_mib << 20

@@ -117,7 +117,7 @@ def test_a_client_that_resumes_a_running_turn_gets_the_rest(env: dict[str, str],
             client.initialize()
         sid = session(a, tmp_path)
         tid = start_turn(a, sid)
-        a.wait_for("item/agentMessage/delta", lambda p: "first" in p["delta"])
+        a.wait_for("item/agentMessage/delta", lambda p: text_of(a, sid) == "first half; ")
         resumed = b.result("session/resume", {"sessionId": sid})
         assert resumed["session"]["status"] == "running"
         assert [i["type"] for i in resumed["items"]][:1] == ["userMessage"]

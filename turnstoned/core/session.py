@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
@@ -19,6 +21,20 @@ from turnstoned.tools.base import SessionEnv
 
 if TYPE_CHECKING:
     from turnstoned.store import SessionRow, Store
+
+
+IDENTITY = (
+    "You are turnstoned, a coding agent working inside the user's code editor.",
+    "Use the tools to inspect and change the project; explain briefly what you did.",
+)
+COORDINATOR_IDENTITY = (
+    ("You are turnstoned, coordinating work inside the user's code editor: you do not edit "
+     "files or run commands yourself; you split the work into tasks and hand each to a child "
+     "session (a workstream: a coding agent with file and shell tools), then follow them up."),
+    ("Spawn children with complete instructions (they do not see this conversation), wait for "
+     "them, inspect their results, send follow-ups, and keep the task list current. Report "
+     "to the user what was done, by whom, and what is left."),
+)
 
 
 @dataclass(slots=True)
@@ -41,6 +57,7 @@ class Session:
         self.store = store
         self.env = env
         self.policy = policy
+        # What the model reads: after a compaction, its summary and the messages since.
         self.history: list[m.Message] = []
         self.queued: list[m.Message] = []
         self.turn: TurnState | None = None
@@ -49,6 +66,14 @@ class Session:
         self.last_usage: dict[str, Any] | None = None
         self.search = SearchSettings()
         self.repeats = RepeatDetector()
+        # Context measurement: chars per token as the server last counted them, and a
+        # window smaller than the configured one when the server named it (refusing a prompt).
+        self.chars_per_token = 4.0
+        self.window_limit: int | None = None
+        self.compact_lock = asyncio.Lock()
+        self.compact_requested = False  # session/compact while a turn ran: at its next seam
+        self.wakes = 0  # turns started by watch reports since the user last spoke
+        self.last_status: p.TurnStatus | None = None  # how the last turn ended
 
     # ----------------------------------------------------------- state
 
@@ -90,11 +115,19 @@ class Session:
         return taken
 
     def items(self) -> list[p.Item]:
-        """The conversation as protocol items, for an editor redrawing it; input still
-        queued for the next turn comes last, marked ``queued``."""
+        """The whole conversation as protocol items, for an editor redrawing it (compacted
+        messages too, with a ``compacted`` notice where each compaction happened); input
+        still queued for the next turn comes last, marked ``queued``."""
+        bodies, marks = self.store.load_timeline(self.id)
+        notices: dict[int, list[p.Item]] = {}
+        for n, (at, body) in enumerate(marks):
+            event = msgspec.json.decode(body, type=p.SessionCompacted)
+            notices.setdefault(at, []).append(p.NoticeItem(
+                id=f"compacted_{n + 1}", kind=m.SUMMARY_NOTICE, text=event.text,
+                detail=event.summary or None))
         waiting: list[p.Item] = [p.UserMessageItem(id=q.id, text=q.text(), queued=True)
                                  for q in self.queued if not q.notice]
-        return m.to_items(self.history) + waiting
+        return m.to_items([m.decode(b) for b in bodies], notices) + waiting
 
     def info(self) -> p.SessionInfo:
         return session_info(self.row, self.title, self.updated_at,
@@ -107,11 +140,8 @@ class Session:
         return toolset.build(self.kind, self.env, self.search)
 
     def system_prompt(self, model_name: str) -> str:
-        lines = [
-            "You are turnstoned, a coding agent working inside the user's code editor.",
-            "Use the tools to inspect and change the project; explain briefly what you did.",
-            f"Working directory: {self.env.cwd}",
-        ]
+        lines = list(COORDINATOR_IDENTITY if self.kind == "coordinator" else IDENTITY)
+        lines.append(f"Working directory: {self.env.cwd}")
         if self.env.workspace and self.env.workspace != self.env.cwd:
             lines.append(f"Workspace: {self.env.workspace}")
         lines.append(f"Model: {model_name}. Today is {datetime.now().date().isoformat()}.")
@@ -128,7 +158,7 @@ def session_info(row: SessionRow, title: str | None, updated_at: float,
     return p.SessionInfo(
         session_id=row.id, title=title, cwd=row.cwd, kind=row.kind, model=row.model,
         created_at=iso(row.created_at), updated_at=iso(updated_at),
-        status="closed" if row.closed else status,
+        status="closed" if row.closed else status, parent_session_id=row.parent_id,
     )
 
 

@@ -3,15 +3,20 @@
 Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
 loses nothing the fold had committed. Input a running turn has not read yet is
 kept in ``queued_inputs`` from the moment it is accepted until the commit that
-folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
-produced by the caller; the store reads them only for the role and for the
-text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``) and decisions about project MCP configs (``trust``)
-live in the same file.
+folds it into the conversation (the same transaction) removes it. A compaction
+(``compactions``) records where the model's view of a session now starts: its
+summary, and the first message still sent word for word; the messages before it
+stay where they are (``session/resume`` shows them, ``recall`` finds them).
+Message bodies are stored as JSON produced by the caller; the store reads them
+only for the role, the id a compaction names, and the text it indexes for
+``recall`` (full-text search, in the same transaction).
+Memories (``memory``), decisions about project MCP configs (``trust``), watches
+(``watches``) and coordinators' task lists (``tasks``) live in the same file.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import sqlite3
@@ -24,7 +29,9 @@ from typing import Any
 from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
+from turnstoned.store import tasks as _tasks
 from turnstoned.store import trust as _trust
+from turnstoned.store import watches as _watches
 from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -42,7 +49,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     state TEXT NOT NULL DEFAULT '{}',
     closed INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    parent_id TEXT
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -61,6 +69,16 @@ CREATE TABLE IF NOT EXISTS queued_inputs (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS queued_by_session ON queued_inputs(session_id, seq);
+CREATE TABLE IF NOT EXISTS compactions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    keep_from INTEGER NOT NULL,  -- messages.id of the first message the model still reads
+    last_row INTEGER NOT NULL,  -- messages.id of the newest message when it happened
+    summary TEXT NOT NULL,  -- the message that stands for everything before keep_from
+    event TEXT NOT NULL,  -- the session/compacted notification (JSON)
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS compactions_by_session ON compactions(session_id, seq);
 """
 
 
@@ -78,11 +96,12 @@ class SessionRow:
     closed: bool
     created_at: float
     updated_at: float
+    parent_id: str | None = None  # the coordinator session that spawned this one
 
 
 _COLUMNS = (
     "id, kind, cwd, workspace, model, title, skip_permissions, grants, state, closed, "
-    "created_at, updated_at"
+    "created_at, updated_at, parent_id"
 )
 
 
@@ -90,7 +109,7 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> SessionRow:
     return SessionRow(
         id=r[0], kind=r[1], cwd=r[2], workspace=r[3], model=r[4], title=r[5],
         skip_permissions=bool(r[6]), grants=tuple(json.loads(r[7])), state=json.loads(r[8]),
-        closed=bool(r[9]), created_at=r[10], updated_at=r[11],
+        closed=bool(r[9]), created_at=r[10], updated_at=r[11], parent_id=r[12],
     )
 
 
@@ -100,17 +119,23 @@ class Store(Database):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._db.executescript(_SCHEMA)
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(sessions)")}
+        if "parent_id" not in columns:  # a database from before coordinator sessions
+            self._db.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
+        self._db.execute("CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_id)")
         _memory.install(self._db)
         _trust.install(self._db)
+        _watches.install(self._db)
+        _tasks.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
 
     def create_session(self, row: SessionRow) -> None:
         self._write([(
-            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (row.id, row.kind, row.cwd, row.workspace, row.model, row.title,
              int(row.skip_permissions), json.dumps(list(row.grants)), json.dumps(row.state),
-             int(row.closed), row.created_at, row.updated_at),
+             int(row.closed), row.created_at, row.updated_at, row.parent_id),
         )])
 
     def update_session(self, session_id: str, **fields: Any) -> None:
@@ -130,11 +155,12 @@ class Store(Database):
             r = self._db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return _row(r) if r else None
 
-    def list_sessions(self) -> list[SessionRow]:
+    def list_sessions(self, parent_id: str | None = None) -> list[SessionRow]:
+        """Every session (or the children of ``parent_id``), most recently updated first."""
+        where, args = ("WHERE parent_id = ?", (parent_id,)) if parent_id else ("", ())
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC"
-            ).fetchall()
+            sql = f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC, created_at DESC"
+            rows = self._db.execute(sql, args).fetchall()
         return [_row(r) for r in rows]
 
     def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]],
@@ -166,6 +192,47 @@ class Store(Database):
         """The JSON bodies of a session's queued inputs, oldest first."""
         return [r[0] for r in self.query(
             "SELECT body FROM queued_inputs WHERE session_id = ? ORDER BY seq", (session_id,))]
+
+    def add_compaction(self, session_id: str, first_kept: str | None, summary: str,
+                       event: str) -> None:
+        """Record a compaction: the model's view now starts with ``summary`` and then the
+        message whose body has id ``first_kept`` (None: every message so far is behind it)."""
+        with self.transaction() as db:
+            last = db.execute("SELECT COALESCE(MAX(id), 0) FROM messages WHERE session_id = ?",
+                              (session_id,)).fetchone()[0]
+            row = db.execute(
+                "SELECT MIN(id) FROM messages WHERE session_id = ? AND json_extract(body, '$.id') = ?",
+                (session_id, first_kept)).fetchone()[0] if first_kept else None
+            db.execute("INSERT INTO compactions (session_id, keep_from, last_row, summary, event, "
+                       "created_at) VALUES (?,?,?,?,?,?)",
+                       (session_id, row if row is not None else last + 1, last, summary, event,
+                        time.time()))
+
+    def load_view(self, session_id: str) -> tuple[str | None, list[str]]:
+        """What the model reads of a session: the latest compaction's summary (None if it was
+        never compacted) and the JSON bodies of the messages after it, in commit order."""
+        with self._lock:
+            latest = self._db.execute(
+                "SELECT summary, keep_from FROM compactions WHERE session_id = ? "
+                "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
+            summary, start = latest if latest else (None, 0)
+            rows = self._db.execute(
+                "SELECT body FROM messages WHERE session_id = ? AND id >= ? ORDER BY id",
+                (session_id, start)).fetchall()
+        return summary, [r[0] for r in rows]
+
+    def load_timeline(self, session_id: str) -> tuple[list[str], list[tuple[int, str]]]:
+        """Every message body of a session in commit order, and its compactions as
+        ``(number of messages before it, session/compacted JSON)``, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, body FROM messages WHERE session_id = ? ORDER BY id",
+                (session_id,)).fetchall()
+            marks = self._db.execute(
+                "SELECT last_row, event FROM compactions WHERE session_id = ? ORDER BY seq",
+                (session_id,)).fetchall()
+        ids = [r[0] for r in rows]
+        return [r[1] for r in rows], [(bisect.bisect_right(ids, last), ev) for last, ev in marks]
 
     def load_messages(self, session_id: str) -> list[str]:
         """The JSON bodies of a session's messages, in commit order."""

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.3";
+export const PROTOCOL_REVISION = "1.5";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -12,6 +12,7 @@ export interface AgentMessageDelta {
   turnId: string;
   itemId: string;
   delta: string;
+  parentCallId?: string | null;
 }
 
 export interface AgentMessageItem {
@@ -37,6 +38,7 @@ export interface ApprovalRequestParams {
   cycleId: string;
   items: ApprovalRequestItem[];
   atomic?: boolean;
+  parentCallId?: string | null;
 }
 
 export interface ApprovalResolved {
@@ -46,6 +48,7 @@ export interface ApprovalResolved {
   callIds: string[];
   decision: "always" | "approve" | "auto" | "cancelled" | "deny" | "timeout";
   calls?: { [key: string]: "always" | "approve" | "deny" };
+  parentCallId?: string | null;
 }
 
 /**
@@ -141,6 +144,7 @@ export interface ItemCompleted {
   turnId: string;
   itemId: string;
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+  parentCallId?: string | null;
 }
 
 export interface ItemStarted {
@@ -148,6 +152,7 @@ export interface ItemStarted {
   turnId: string;
   itemId: string;
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+  parentCallId?: string | null;
 }
 
 export interface McpChange {
@@ -302,6 +307,7 @@ export interface NoticeItem {
   id: string;
   kind: string;
   text: string;
+  detail?: string | null;
 }
 
 /**
@@ -349,6 +355,7 @@ export interface ReasoningDelta {
   turnId: string;
   itemId: string;
   delta: string;
+  parentCallId?: string | null;
 }
 
 export interface ReasoningItem {
@@ -370,6 +377,32 @@ export interface ServerInfo {
   version: string;
 }
 
+/**
+ * ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it
+ * compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
+ */
+export interface SessionCompactResult {
+  status: "compacted" | "scheduled" | "unchanged";
+  text?: string;
+}
+
+/**
+ * The older part of the conversation left the model's view for a summary (or, when the
+ * summary could not be written, a note that it was dropped); history and recall keep it.
+ */
+export interface SessionCompacted {
+  sessionId: string;
+  turnId?: string | null;
+  trigger: "auto" | "manual" | "overflow";
+  mode: "dropped" | "summary";
+  messages: number;
+  contextTokensBefore: number;
+  contextTokensAfter: number;
+  contextWindow: number;
+  text: string;
+  summary?: string;
+}
+
 export interface SessionInfo {
   sessionId: string;
   title?: string | null;
@@ -379,6 +412,7 @@ export interface SessionInfo {
   createdAt: string;
   updatedAt: string;
   status: "closed" | "idle" | "running";
+  parentSessionId?: string | null;
 }
 
 export interface SessionListResult {
@@ -501,6 +535,7 @@ export interface ToolOutputDelta {
   itemId: string;
   callId: string;
   chunk: string;
+  parentCallId?: string | null;
 }
 
 export interface TurnCompleted {
@@ -556,6 +591,50 @@ export interface UserMessageItem {
   queued?: boolean;
 }
 
+/**
+ * ``name`` is the watch's name or a prefix (4 or more characters) of its id.
+ */
+export interface WatchCancelParams {
+  sessionId: string;
+  name: string;
+}
+
+export interface WatchCancelResult {
+  watch: WatchInfo;
+  cancelled: boolean;
+}
+
+/**
+ * A command the daemon polls for a session (the model's ``watch`` tool).
+ */
+export interface WatchInfo {
+  watchId: string;
+  sessionId: string;
+  name: string;
+  command: string;
+  intervalSeconds: number;
+  stopOn?: string | null;
+  maxPolls: number;
+  pollCount?: number;
+  active?: boolean;
+  ended?: string | null;
+  nextPollAt?: string | null;
+  lastPollAt?: string | null;
+  lastExitCode?: number | null;
+  createdAt: string;
+}
+
+/**
+ * Without ``sessionId``: the active watches of every session.
+ */
+export interface WatchListParams {
+  sessionId?: string | null;
+}
+
+export interface WatchListResult {
+  watches: WatchInfo[];
+}
+
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";
 export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
@@ -565,6 +644,8 @@ export type ResolvedDecision = "always" | "approve" | "auto" | "cancelled" | "de
 export type TurnStatus = "completed" | "failed" | "interrupted";
 export type SessionStatus = "closed" | "idle" | "running";
 export type FileChangeKind = "create" | "delete" | "modify";
+export type CompactionTrigger = "auto" | "manual" | "overflow";
+export type CompactionMode = "dropped" | "summary";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
@@ -583,6 +664,7 @@ export const Method = {
   sessionResume: "session/resume",
   sessionClose: "session/close",
   sessionUnsubscribe: "session/unsubscribe",
+  sessionCompact: "session/compact",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
   toolList: "tool/list",
@@ -595,6 +677,8 @@ export const Method = {
   skillList: "skill/list",
   fileChangeRead: "fileChange/read",
   previewRead: "preview/read",
+  watchList: "watch/list",
+  watchCancel: "watch/cancel",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -605,6 +689,7 @@ export const Method = {
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
+  sessionCompacted: "session/compacted",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   cancelRequest: "$/cancelRequest",
@@ -616,13 +701,12 @@ export type MethodName = (typeof Method)[keyof typeof Method];
 
 /** Requests a client sends; the daemon answers. */
 export interface ClientRequests {
-  "initialize": { params: InitializeParams; result: InitializeResult };
-  "shutdown": { params: null; result: null };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
   "session/close": { params: SessionRef; result: Empty };
   "session/unsubscribe": { params: SessionRef; result: Empty };
+  "session/compact": { params: SessionRef; result: SessionCompactResult };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };
   "tool/list": { params: ToolListParams; result: ToolListResult };
@@ -635,6 +719,8 @@ export interface ClientRequests {
   "skill/list": { params: SkillListParams; result: SkillListResult };
   "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
   "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
+  "watch/list": { params: WatchListParams; result: WatchListResult };
+  "watch/cancel": { params: WatchCancelParams; result: WatchCancelResult };
 }
 
 /** Notifications the daemon sends. */
@@ -649,10 +735,9 @@ export interface DaemonNotifications {
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
+  "session/compacted": SessionCompacted;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
-  "$/cancelRequest": CancelParams;
-  "window/showMessage": ShowMessageParams;
 }
 
 /** Requests the daemon sends; the client answers. */
@@ -663,8 +748,20 @@ export interface DaemonRequests {
 
 /** Notifications a client sends. */
 export interface ClientNotifications {
+}
+
+/** LSP lifecycle requests (either side). */
+export interface LspRequests {
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "shutdown": { params: null; result: null };
+}
+
+/** LSP lifecycle notifications (either side). */
+export interface LspNotifications {
   "initialized": Empty;
   "exit": null;
+  "$/cancelRequest": CancelParams;
+  "window/showMessage": ShowMessageParams;
 }
 
 /** JSON-RPC error codes; `data.kind` of an error carries the name. */
@@ -683,6 +780,7 @@ export const ErrorCode = {
   CONFIG_ERROR: -32014,
   FILE_CHANGE_NOT_PENDING: -32020,
   PREVIEW_NOT_FOUND: -32021,
+  WATCH_NOT_FOUND: -32022,
 } as const;
 
 export const ErrorKind = {
@@ -700,4 +798,5 @@ export const ErrorKind = {
   CONFIG_ERROR: "configError",
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
   PREVIEW_NOT_FOUND: "previewNotFound",
+  WATCH_NOT_FOUND: "watchNotFound",
 } as const;

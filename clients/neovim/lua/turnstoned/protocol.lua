@@ -6,6 +6,7 @@
 ---@field turnId string
 ---@field itemId string
 ---@field delta string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.AgentMessageItem
 ---@field type 'agentMessage'
@@ -28,6 +29,7 @@
 ---@field cycleId string
 ---@field items turnstoned.ApprovalRequestItem[]
 ---@field atomic? boolean
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ApprovalResolved
 ---@field sessionId string
@@ -36,6 +38,7 @@
 ---@field callIds string[]
 ---@field decision 'always'|'approve'|'auto'|'cancelled'|'deny'|'timeout'
 ---@field calls? table<string, 'always'|'approve'|'deny'>
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ApprovalResponse The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
 ---@field decision 'always'|'approve'|'deny'
@@ -99,12 +102,14 @@
 ---@field turnId string
 ---@field itemId string
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ItemStarted
 ---@field sessionId string
 ---@field turnId string
 ---@field itemId string
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@field parentCallId? string|nil
 
 ---@class turnstoned.McpChange
 ---@field server string
@@ -208,6 +213,7 @@
 ---@field id string
 ---@field kind string
 ---@field text string
+---@field detail? string|nil
 
 ---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
 ---@field sessionId string
@@ -242,6 +248,7 @@
 ---@field turnId string
 ---@field itemId string
 ---@field delta string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ReasoningItem
 ---@field type 'reasoning'
@@ -256,6 +263,22 @@
 ---@field name string
 ---@field version string
 
+---@class turnstoned.SessionCompactResult ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
+---@field status 'compacted'|'scheduled'|'unchanged'
+---@field text? string
+
+---@class turnstoned.SessionCompacted The older part of the conversation left the model's view for a summary (or, when the summary could not be written, a note that it was dropped); history and recall keep it.
+---@field sessionId string
+---@field turnId? string|nil
+---@field trigger 'auto'|'manual'|'overflow'
+---@field mode 'dropped'|'summary'
+---@field messages integer
+---@field contextTokensBefore integer
+---@field contextTokensAfter integer
+---@field contextWindow integer
+---@field text string
+---@field summary? string
+
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
 ---@field title? string|nil
@@ -265,6 +288,7 @@
 ---@field createdAt string
 ---@field updatedAt string
 ---@field status 'closed'|'idle'|'running'
+---@field parentSessionId? string|nil
 
 ---@class turnstoned.SessionListResult
 ---@field sessions turnstoned.SessionInfo[]
@@ -360,6 +384,7 @@
 ---@field itemId string
 ---@field callId string
 ---@field chunk string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.TurnCompleted
 ---@field sessionId string
@@ -405,6 +430,36 @@
 ---@field text string
 ---@field queued? boolean
 
+---@class turnstoned.WatchCancelParams ``name`` is the watch's name or a prefix (4 or more characters) of its id.
+---@field sessionId string
+---@field name string
+
+---@class turnstoned.WatchCancelResult
+---@field watch turnstoned.WatchInfo
+---@field cancelled boolean
+
+---@class turnstoned.WatchInfo A command the daemon polls for a session (the model's ``watch`` tool).
+---@field watchId string
+---@field sessionId string
+---@field name string
+---@field command string
+---@field intervalSeconds number
+---@field stopOn? string|nil
+---@field maxPolls integer
+---@field pollCount? integer
+---@field active? boolean
+---@field ended? string|nil
+---@field nextPollAt? string|nil
+---@field lastPollAt? string|nil
+---@field lastExitCode? integer|nil
+---@field createdAt string
+
+---@class turnstoned.WatchListParams Without ``sessionId``: the active watches of every session.
+---@field sessionId? string|nil
+
+---@class turnstoned.WatchListResult
+---@field watches turnstoned.WatchInfo[]
+
 ---@alias turnstoned.TurnErrorKind 'badRequest'|'contextWindowExceeded'|'internal'|'interrupted'|'notConfigured'|'rateLimited'|'turnLimit'|'unauthorized'|'upstreamUnavailable'
 ---@alias turnstoned.SessionKind 'coordinator'|'interactive'
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
@@ -414,6 +469,8 @@
 ---@alias turnstoned.TurnStatus 'completed'|'failed'|'interrupted'
 ---@alias turnstoned.SessionStatus 'closed'|'idle'|'running'
 ---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
+---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
+---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
@@ -424,7 +481,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.3"
+M.PROTOCOL_REVISION = "1.5"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -437,6 +494,7 @@ M.methods = {
   session_resume = "session/resume",
   session_close = "session/close",
   session_unsubscribe = "session/unsubscribe",
+  session_compact = "session/compact",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
   tool_list = "tool/list",
@@ -449,6 +507,8 @@ M.methods = {
   skill_list = "skill/list",
   file_change_read = "fileChange/read",
   preview_read = "preview/read",
+  watch_list = "watch/list",
+  watch_cancel = "watch/cancel",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -459,6 +519,7 @@ M.methods = {
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   session_usage = "session/usage",
+  session_compacted = "session/compacted",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   cancel_request = "$/cancelRequest",
@@ -478,6 +539,7 @@ M.directions = {
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
   ["session/close"] = { direction = "client->daemon", kind = "request" },
   ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
+  ["session/compact"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
@@ -490,6 +552,8 @@ M.directions = {
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
   ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
   ["preview/read"] = { direction = "client->daemon", kind = "request" },
+  ["watch/list"] = { direction = "client->daemon", kind = "request" },
+  ["watch/cancel"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -500,6 +564,7 @@ M.directions = {
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
+  ["session/compacted"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
@@ -524,6 +589,7 @@ M.error_codes = {
   CONFIG_ERROR = -32014,
   FILE_CHANGE_NOT_PENDING = -32020,
   PREVIEW_NOT_FOUND = -32021,
+  WATCH_NOT_FOUND = -32022,
 }
 
 M.error_kinds = {
@@ -541,6 +607,7 @@ M.error_kinds = {
   CONFIG_ERROR = "configError",
   FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
   PREVIEW_NOT_FOUND = "previewNotFound",
+  WATCH_NOT_FOUND = "watchNotFound",
 }
 
 return M
