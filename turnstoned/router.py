@@ -4,7 +4,8 @@ Each connection (the stdio client, or each client of the resident daemon's
 socket) follows the sessions it started, resumed or started a turn in, and
 sees those sessions' notifications only (and those of the sessions they spawned,
 a coordinator's children); notifications about no session (MCP server status)
-go to every initialized connection. ``session/unsubscribe`` or
+go to every initialized connection. The stdio daemon's one client also sees
+the sessions nobody follows (a watch that fires after a restart). ``session/unsubscribe`` or
 closing the connection stops following.
 
 An approval request goes to every connection following its session; the first
@@ -172,13 +173,17 @@ class Router:
 
     def followers_of(self, session_id: str) -> list[Connection]:
         """Who sees a session: its own followers, else those of the session that spawned it
-        (a coordinator's child sessions are part of the coordinator's work)."""
+        (a coordinator's child sessions are part of the coordinator's work). A session
+        nobody follows (a watch firing after a restart) is seen by the stdio daemon's one
+        client; on the resident daemon, by whoever resumes it."""
         found = self.followers.get(session_id)
         if found:
             return found
         for ancestor in self._lineage(session_id)[1:]:
             if found := self.followers.get(ancestor):
                 return found
+        if not self.resident:  # the stdio daemon's one client sees every session
+            return [c for c in self.connections if c.initialized]
         return []
 
     # ----------------------------------------------------------- connections
