@@ -115,7 +115,7 @@ class Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         if private:
-            self.proc = subprocess.Popen([sys.executable, "-I", "-m", "turnstoned", *flags],
+            self.proc = subprocess.Popen(rundir.daemon_command(*flags),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             assert self.proc.stdin is not None and self.proc.stdout is not None
             stdin = self.proc.stdin

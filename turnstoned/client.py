@@ -1,6 +1,8 @@
-"""A small async client for scripts and tests: spawns the daemon, speaks protocol v1.
+"""A small async client for scripts and tests: speaks protocol v1 to a daemon it spawns
+(``Client.spawn``) or to this user's resident daemon (``Client.attach``, which starts it
+when none runs).
 
-    async with await Client.spawn() as c:
+    async with await Client.attach() as c:
         sid = await c.start_session(cwd=".")
         done = await c.run_turn(sid, "hello", on_event=print)
 """
@@ -11,13 +13,13 @@ import asyncio
 import itertools
 import json
 import os
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
 
 from turnstoned import protocol as p
+from turnstoned import rundir
 
 ApprovalHandler = Callable[[p.ApprovalRequestParams], Awaitable[p.ApprovalResponse]]
 TrustHandler = Callable[[p.McpTrustRequestParams], Awaitable[p.McpTrustResponse]]
@@ -39,7 +41,7 @@ class RpcFailure(Exception):
 def daemon_command() -> list[str]:
     """This interpreter running the daemon in isolated mode (``-I``): a ``turnstoned/``
     folder in the current directory (any cloned repository) is never imported."""
-    return [sys.executable, "-I", "-m", "turnstoned"]
+    return rundir.daemon_command()
 
 
 async def _deny(_: p.ApprovalRequestParams) -> p.ApprovalResponse:
@@ -47,8 +49,11 @@ async def _deny(_: p.ApprovalRequestParams) -> p.ApprovalResponse:
 
 
 class Client:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 proc: asyncio.subprocess.Process | None = None) -> None:
+        self._in = reader
+        self._out = writer
+        self.proc = proc  # a daemon of this client's own (``spawn``)
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[Any]] = {}
         self._listeners: list[EventHandler] = []
@@ -64,7 +69,19 @@ class Client:
         proc = await asyncio.create_subprocess_exec(
             *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})}, cwd=cwd, limit=2**24)
-        client = cls(proc)
+        assert proc.stdout is not None and proc.stdin is not None
+        client = cls(proc.stdout, proc.stdin, proc)
+        if initialize:
+            await client.initialize()
+        return client
+
+    @classmethod
+    async def attach(cls, serve_args: Sequence[str] = (), *, initialize: bool = True) -> Client:
+        """A client of this user's resident daemon, started (with ``serve_args``) if none
+        runs. It keeps running after ``close``; its environment is the one it started in."""
+        sock = await asyncio.to_thread(rundir.connect_or_start, list(serve_args))
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**24)
+        client = cls(reader, writer)
         if initialize:
             await client.initialize()
         return client
@@ -78,13 +95,11 @@ class Client:
     # ----------------------------------------------------------- wire
 
     def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
         body = json.dumps(message).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self._out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
     async def _read_loop(self) -> None:
-        assert self.proc.stdout is not None
-        out = self.proc.stdout
+        out = self._in
         try:
             while True:
                 length = 0
@@ -164,19 +179,24 @@ class Client:
         return dict(result)
 
     async def close(self, timeout: float = 10) -> int:
-        if self.proc.returncode is None:
+        """End the connection (``shutdown``, ``exit``); a spawned daemon then exits, and its
+        exit code is returned (0 for the resident daemon, which goes on)."""
+        proc = self.proc
+        if proc is None or proc.returncode is None:
             try:
                 await self.request("shutdown", timeout=timeout)
                 self.notify("exit")
             except (TimeoutError, RpcFailure, ConnectionError):
                 pass
+        if proc is not None and proc.returncode is None:
             try:
-                await asyncio.wait_for(self.proc.wait(), timeout)
+                await asyncio.wait_for(proc.wait(), timeout)
             except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
+                proc.kill()
+                await proc.wait()
+        self._out.close()
         self._reader.cancel()
-        return self.proc.returncode or 0
+        return (proc.returncode or 0) if proc is not None else 0
 
     # ----------------------------------------------------------- typed helpers
 

@@ -143,10 +143,10 @@ def connect(path: str) -> socket.socket | None:
     return sock
 
 
-def serve_command(args: list[str]) -> list[str]:
-    """This interpreter running ``turnstoned serve`` in isolated mode (no ``turnstoned/``
-    folder of the current directory can be imported)."""
-    return [sys.executable, "-I", "-m", "turnstoned", "serve", *args]
+def daemon_command(*args: str) -> list[str]:
+    """This interpreter running turnstoned in isolated mode (``-I``): a ``turnstoned/``
+    folder in the current directory (any cloned repository) is never imported."""
+    return [sys.executable, "-I", "-m", "turnstoned", *args]
 
 
 def _open_log(directory: str) -> io.FileIO:
@@ -176,7 +176,7 @@ def start(serve_args: list[str], directory: str, timeout: float) -> None:
     import subprocess
 
     with _open_log(directory) as log:
-        proc = subprocess.Popen(serve_command(serve_args), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(daemon_command("serve", *serve_args), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=log, start_new_session=True,
                                 cwd=os.path.expanduser("~"))
     assert proc.stdout is not None

@@ -316,7 +316,8 @@ class Stopper:
         engine = hub.holder.engine
         if engine is None:
             return
-        grace = SIGNAL_GRACE if reason.startswith("signal") else EOF_GRACE
+        # No client is waiting after EOF or idleness: turns and MCP servers may take longer.
+        grace = EOF_GRACE if reason in ("eof", "idle") else SIGNAL_GRACE
         try:
             async with asyncio.timeout(grace) as self.budget:
                 await engine.shutdown()

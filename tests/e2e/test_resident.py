@@ -380,3 +380,17 @@ def test_the_model_connection_is_open_before_the_first_turn(env: dict[str, str],
         assert model.client_ports == [port]  # the turn reused the warmed connection
     finally:
         d.close()
+
+
+async def test_the_python_client_attaches_to_the_resident_daemon(
+        model: ScriptedModel, tmp_path: Path, isolated_home: Path) -> None:
+    from turnstoned.client import Client
+
+    model.push(text("from the resident daemon"))
+    async with await Client.attach() as c:
+        assert (await c.request("daemon/health"))["resident"] is True
+        sid = await c.start_session(cwd=str(tmp_path))
+        done = await c.run_turn(sid, "hi", timeout=30)
+        assert done["status"] == "completed"
+    pid = daemon_pid(isolated_home)
+    assert not exited(pid, 0.2)  # closing the client leaves the daemon running
