@@ -338,7 +338,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_error(404, f"no route for POST {self.path}", "not_found_error")
             return
-        owner._record(request, dict(self.headers.items()), self.client_address[1])
+        owner._record(request, dict(self.headers.items()))
+        owner._record_port(self.client_address[1])
         problem = _invalid_history(request) if owner.reject_invalid_arguments else None
         if problem is not None:
             self._send_error(500, problem, "server_error")
@@ -569,7 +570,7 @@ class ScriptedModel:
         self.base_url = ""
         self.requests: list[JSON] = []
         self.headers: list[dict[str, str]] = []
-        self.client_ports: list[int] = []  # the client's port of each recorded request
+        self.client_ports: list[int] = []  # the client's port of each chat-completions request
         self.gets: list[tuple[str, int]] = []  # (path, client port) of each GET
         self.disconnects = 0
         self.reject_invalid_arguments = reject_invalid_arguments
@@ -646,14 +647,17 @@ class ScriptedModel:
                 raise TimeoutError(f"expected {n} disconnects, saw {self.disconnects}")
             return self.disconnects
 
-    def _record(self, request: JSON, headers: dict[str, str], port: int) -> None:
+    def _record(self, request: JSON, headers: dict[str, str]) -> None:
         if not self._record_requests:
             return
         with self._changed:
             self.requests.append(request)
             self.headers.append(headers)
-            self.client_ports.append(port)
             self._changed.notify_all()
+
+    def _record_port(self, port: int) -> None:
+        with self._changed:
+            self.client_ports.append(port)
 
     def _record_get(self, path: str, port: int) -> None:
         with self._changed:
