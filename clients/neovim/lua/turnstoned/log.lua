@@ -1,0 +1,97 @@
+--- The plugin's log: a ring of recent lines shown by `:TurnstonedLog`, also appended to
+--- `stdpath('log')/turnstoned.log`.
+local M = {}
+
+local LEVELS = { debug = 1, info = 2, warn = 3, error = 4 }
+local MAX_LINES = 2000
+
+---@type string[]
+local ring = {}
+local first = 1
+
+---@return string
+function M.path()
+  return vim.fs.joinpath(vim.fn.stdpath('log'), 'turnstoned.log')
+end
+
+---@return integer
+local function threshold()
+  local ok, config = pcall(function()
+    return require('turnstoned.config').get()
+  end)
+  return LEVELS[ok and config.log_level or 'info']
+end
+
+---@param line string
+local function to_file(line)
+  local file = io.open(M.path(), 'a')
+  if file then
+    file:write(line, '\n')
+    file:close()
+  end
+end
+
+---@param level 'debug'|'info'|'warn'|'error'
+---@param fmt string
+---@param ... any
+function M.write(level, fmt, ...)
+  if LEVELS[level] < threshold() then
+    return
+  end
+  local ok, text = pcall(string.format, fmt, ...)
+  local line = ('%s %-5s %s'):format(os.date('%H:%M:%S'), level:upper(), ok and text or fmt)
+  ring[#ring + 1] = line
+  if #ring - first + 1 > MAX_LINES then
+    ring[first] = nil
+    first = first + 1
+  end
+  to_file(line)
+end
+
+function M.debug(...)
+  M.write('debug', ...)
+end
+function M.info(...)
+  M.write('info', ...)
+end
+function M.warn(...)
+  M.write('warn', ...)
+end
+function M.error(...)
+  M.write('error', ...)
+end
+
+--- The recent lines, oldest first.
+---@return string[]
+function M.lines()
+  local out = {}
+  for i = first, #ring do
+    out[#out + 1] = ring[i]
+  end
+  return out
+end
+
+--- The daemon's stderr: `vim.lsp.rpc` records it in the LSP log, tagged with the command.
+---@param cmd0 string the daemon command's first word
+---@param limit integer
+---@return string[]
+function M.daemon_stderr(cmd0, limit)
+  local file = io.open(vim.lsp.log.get_filename(), 'r')
+  if not file then
+    return {}
+  end
+  local out = {}
+  local needle = '"' .. cmd0 .. '"\t"stderr"'
+  for line in file:lines() do
+    if line:find(needle, 1, true) then
+      out[#out + 1] = line
+      if #out > limit then
+        table.remove(out, 1)
+      end
+    end
+  end
+  file:close()
+  return out
+end
+
+return M

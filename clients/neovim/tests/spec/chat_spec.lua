@@ -1,0 +1,203 @@
+-- The chat against the real daemon and the scripted model: streaming, tool calls,
+-- approvals, interrupt, resume.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../helpers.lua')
+local api = vim.api
+
+vim.o.columns, vim.o.lines = 180, 60
+local model = H.model()
+H.configure(model)
+H.cleanup = function()
+  require('turnstoned').stop()
+  model.stop()
+end
+
+local turnstoned = require('turnstoned')
+local session = require('turnstoned.session')
+
+H.test('streamed text lands in the chat without moving the cursor or the window', function()
+  local code_win = api.nvim_get_current_win()
+  model.push({ text = 'Hello from the scripted model.\nSecond line of the answer.', delay = 0.02 })
+  vim.cmd('Turnstoned Say hello')
+  local chat = session.current()
+  local chat_win = require('turnstoned.ui').chat_win()
+  H.ok(chat_win and chat_win ~= code_win, 'a chat window opened beside the code window')
+  H.eq(api.nvim_get_current_win(), code_win, 'the focused window')
+  -- The reader's cursor sits on the first line of the transcript, not on the last.
+  api.nvim_win_set_cursor(chat_win, { 1, 0 })
+  H.wait('the first streamed words', function()
+    return H.text(chat.buf):find('Hello from', 1, true) ~= nil
+  end)
+  H.wait_turns(chat, 1)
+  H.eq(api.nvim_get_current_win(), code_win, 'the focused window after the turn')
+  H.eq(api.nvim_win_get_cursor(chat_win), { 1, 0 }, 'the chat cursor')
+  local text = H.text(chat.buf)
+  H.ok(text:find('## You\n\nSay hello', 1, true), 'the prompt is in the transcript:\n' .. text)
+  H.ok(text:find('Hello from the scripted model.\nSecond line of the answer.', 1, true),
+    'the whole answer is in the transcript:\n' .. text)
+  H.eq(vim.bo[chat.buf].filetype, 'markdown', 'filetype')
+  H.eq(vim.bo[chat.buf].modifiable, false, 'the transcript is read-only')
+end)
+
+H.test('a chat window at the last line follows the stream', function()
+  local chat = session.current()
+  local chat_win = assert(require('turnstoned.ui').chat_win())
+  api.nvim_win_set_cursor(chat_win, { api.nvim_buf_line_count(chat.buf), 0 })
+  model.push({ text = 'Following along.\nAnd more.' })
+  turnstoned.ask('Keep going')
+  H.wait_turns(chat, 2)
+  H.eq(api.nvim_win_get_cursor(chat_win)[1], api.nvim_buf_line_count(chat.buf), 'cursor line')
+end)
+
+---@param chat turnstoned.Chat
+---@param needle string
+---@return integer lnum of the first line containing needle
+local function line_of(chat, needle)
+  for i, line in ipairs(api.nvim_buf_get_lines(chat.buf, 0, -1, false)) do
+    if line:find(needle, 1, true) then
+      return i
+    end
+  end
+  error(('no line with %q in\n%s'):format(needle, H.text(chat.buf)), 2)
+end
+
+---@param chat turnstoned.Chat
+---@param lnum integer
+---@return string
+local function status_at(chat, lnum)
+  local marks = api.nvim_buf_get_extmarks(chat.buf, require('turnstoned.textbuf').status_ns,
+    { lnum - 1, 0 }, { lnum - 1, -1 }, { details = true })
+  return marks[1] and marks[1][4].virt_text[1][1] or ''
+end
+
+H.test('a tool call is approved through vim.ui.select; its output streams into a folded block', function()
+  local chat = session.current()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Approve')
+  end)
+  model.push({ tool_calls = { { 'call-echo', 'bash', '{"command": "echo streamed-line; echo second-line"}' } } },
+    { text = 'The command printed two lines.' })
+  turnstoned.ask('Run the echo command')
+  H.wait_turns(chat, 3)
+  H.eq(#seen, 1, 'approval prompts')
+  H.ok(seen[1].prompt:find('echo streamed-line', 1, true), 'the prompt names the command: ' .. seen[1].prompt)
+  H.eq(seen[1].labels[2], 'Always (allow bash for this session)', 'the grant is spelled out')
+  local header = line_of(chat, '⚙ bash')
+  H.ok(H.text(chat.buf):find('streamed%-line\nsecond%-line'), 'the output is in the block')
+  H.ok(status_at(chat, header):find('done', 1, true), 'status: ' .. status_at(chat, header))
+  local win = assert(require('turnstoned.ui').chat_win())
+  api.nvim_win_call(win, function()
+    H.eq(vim.fn.foldclosed(header), header, 'the tool block is a closed fold')
+    H.ok(vim.fn.foldclosedend(header) > header + 2, 'the fold holds the command and output')
+  end)
+end)
+
+H.test('a denial carries the reason typed in vim.ui.input to the model', function()
+  local chat = session.current()
+  H.stub_select(function(_, labels)
+    return H.find(labels, 'Deny')
+  end)
+  H.stub_input('not on this machine')
+  model.push({ tool_calls = { { 'call-rm', 'bash', '{"command": "rm -rf build"}' } } },
+    { text = 'Understood, I will not delete it.' })
+  turnstoned.ask('Clean the build')
+  H.wait_turns(chat, 4)
+  local header = line_of(chat, '⚙ bash: rm -rf build')
+  H.ok(status_at(chat, header):find('declined', 1, true), 'status: ' .. status_at(chat, header))
+  H.ok(H.text(chat.buf):find('Denied by user: not on this machine', 1, true),
+    'the model read the reason:\n' .. H.text(chat.buf))
+end)
+
+H.test('several calls are decided one by one', function()
+  local chat = session.current()
+  local answers = { 'Decide each', 'Approve', 'Deny' }
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, table.remove(answers, 1))
+  end)
+  H.stub_input('')
+  model.push({ tool_calls = {
+    { 'call-one', 'bash', '{"command": "echo first-call"}' },
+    { 'call-two', 'bash', '{"command": "echo second-call"}' },
+  } }, { text = 'One ran, one was denied.' })
+  turnstoned.ask('Run both')
+  H.wait_turns(chat, 5)
+  H.eq(#seen, 3, 'prompts (the cycle, then each call)')
+  H.ok(seen[1].prompt:find('2 calls', 1, true), seen[1].prompt)
+  H.ok(status_at(chat, line_of(chat, 'echo first-call')):find('done', 1, true), 'first call ran')
+  H.ok(status_at(chat, line_of(chat, 'echo second-call')):find('declined', 1, true), 'second denied')
+end)
+
+H.test('interrupt stops a turn that is streaming', function()
+  local chat = session.current()
+  model.push({ hang = 30, after_text = 'Thinking about it' })
+  turnstoned.ask('Take your time')
+  H.wait('the partial answer', function()
+    return H.text(chat.buf):find('Thinking about it', 1, true) ~= nil
+  end)
+  H.ok(chat.running, 'the turn is running')
+  vim.cmd('TurnstonedInterrupt')
+  H.wait_turns(chat, 6)
+  H.ok(H.text(chat.buf):find('interrupted', 1, true), 'the transcript says so')
+  H.ok(H.text(chat.buf):find('Thinking about it', 1, true), 'the partial answer stays')
+end)
+
+H.test('an approval withdrawn by an interrupt closes its open prompt', function()
+  local chat = session.current()
+  local picker
+  H.stub_select(function()
+    picker = api.nvim_open_win(api.nvim_create_buf(false, true), true,
+      { relative = 'editor', row = 1, col = 1, width = 40, height = 3 })
+    return false -- the user has not answered yet
+  end)
+  model.push({ tool_calls = { { 'call-wait', 'bash', '{"command": "echo never"}' } } })
+  turnstoned.ask('Ask me first')
+  H.wait('the approval prompt', function()
+    return picker ~= nil
+  end)
+  H.ok(api.nvim_win_is_valid(picker), 'the picker is open')
+  turnstoned.interrupt()
+  H.wait_turns(chat, 7)
+  H.wait('the picker to close', function()
+    return not api.nvim_win_is_valid(picker)
+  end)
+  H.eq(require('turnstoned.approval').pending(), 0, 'pending prompts')
+  H.ok(status_at(chat, line_of(chat, 'echo never')):find('cancelled', 1, true), 'the call is cancelled')
+end)
+
+H.test('the screen shows folded tool blocks, statuses and usage (artifact)', function()
+  local win = assert(require('turnstoned.ui').chat_win())
+  local screen = H.screen(win)
+  vim.fn.writefile(screen, H.artifacts .. '/chat-screen.txt')
+  H.ok(screen[1]:find('ctx', 1, true), 'the winbar shows context usage: ' .. screen[1])
+  H.ok(table.concat(screen, '\n'):find('+ ⚙ bash', 1, true), 'a folded tool block')
+end)
+
+H.test('resume redraws the history after the daemon restarts', function()
+  local old = session.current()
+  local sid = old.sid
+  local before = H.text(old.buf)
+  turnstoned.stop()
+  vim.cmd.bwipeout(old.buf)
+  turnstoned.new_session()
+  H.stub_select(function(items)
+    for i, item in ipairs(items) do
+      if item.id == sid then
+        return i
+      end
+    end
+  end)
+  vim.cmd('TurnstonedSessions')
+  H.wait('the resumed chat', function()
+    return session.peek() and session.peek().sid == sid
+  end)
+  local chat = session.current()
+  local text = H.text(chat.buf)
+  for _, needle in ipairs({ 'Say hello', 'Hello from the scripted model.', '⚙ bash: echo streamed-line',
+    'streamed-line', 'Denied by user: not on this machine', 'One ran, one was denied.',
+    'Thinking about it' }) do
+    H.ok(text:find(needle, 1, true), ('%q in the redrawn history:\n%s'):format(needle, text))
+  end
+  H.ok(#before > 0, 'there was a transcript before')
+  vim.fn.writefile(H.screen(assert(require('turnstoned.ui').chat_win())), H.artifacts .. '/resumed-screen.txt')
+end)
+
+H.run()
