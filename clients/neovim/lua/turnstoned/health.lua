@@ -23,7 +23,7 @@ local function check_command(config)
   local exe = vim.fn.exepath(config.cmd[1])
   if exe == '' then
     health.error(('daemon command not found: %s'):format(config.cmd[1]), {
-      'Install turnstoned (pip install turnstoned) so `turnstoned` is on $PATH,',
+      'Install turnstoned (pipx install /path/to/turnstoned) so `turnstoned` is on $PATH,',
       "or set vim.g.turnstoned = { cmd = { '/path/to/turnstoned' } }",
     })
     return false

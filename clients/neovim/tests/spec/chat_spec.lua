@@ -69,6 +69,31 @@ local function status_at(chat, lnum)
   return marks[1] and marks[1][4].virt_text[1][1] or ''
 end
 
+H.test('a visual selection is sent with its path and line range', function()
+  local chat = session.current()
+  local code = H.workspace .. '/calc.py'
+  vim.fn.writefile({ 'def add(a, b):', '    return a + b', '', 'print(add(1, 2))' }, code)
+  local code_win = api.nvim_get_current_win()
+  vim.cmd.cd(vim.fn.fnameescape(H.workspace))
+  vim.cmd.edit('calc.py')
+  model.push({ text = 'It adds two numbers.' })
+  vim.cmd('1,2Turnstoned What does this do?')
+  H.wait_turns(chat, 3)
+  local text = H.text(chat.buf)
+  local path = 'calc.py'
+  H.ok(text:find(('`%s`, lines 1-2:'):format(path), 1, true), 'path and range:\n' .. text)
+  H.ok(text:find('```python\ndef add(a, b):\n    return a + b\n```\n\nWhat does this do?', 1, true),
+    'the code and the question:\n' .. text)
+  H.eq(api.nvim_get_current_win(), code_win, 'the cursor stays in the code')
+  -- Without a question, the selection waits in the prompt window for one.
+  vim.cmd('4Turnstoned')
+  local prompt = H.text(api.nvim_win_get_buf(assert(require('turnstoned.ui').prompt_win())))
+  H.ok(prompt:find(('`%s`, line 4:'):format(path), 1, true), 'prefilled prompt:\n' .. prompt)
+  vim.cmd.stopinsert()
+  api.nvim_buf_set_lines(0, 0, -1, false, {})
+  api.nvim_set_current_win(code_win)
+end)
+
 H.test('a tool call is approved through vim.ui.select; its output streams into a folded block', function()
   local chat = session.current()
   local seen = H.stub_select(function(_, labels)
@@ -77,7 +102,7 @@ H.test('a tool call is approved through vim.ui.select; its output streams into a
   model.push({ tool_calls = { { 'call-echo', 'bash', '{"command": "echo streamed-line; echo second-line"}' } } },
     { text = 'The command printed two lines.' })
   turnstoned.ask('Run the echo command')
-  H.wait_turns(chat, 3)
+  H.wait_turns(chat, 4)
   H.eq(#seen, 1, 'approval prompts')
   H.ok(seen[1].prompt:find('echo streamed-line', 1, true), 'the prompt names the command: ' .. seen[1].prompt)
   H.eq(seen[1].labels[2], 'Always (allow bash for this session)', 'the grant is spelled out')
@@ -100,7 +125,7 @@ H.test('a denial carries the reason typed in vim.ui.input to the model', functio
   model.push({ tool_calls = { { 'call-rm', 'bash', '{"command": "rm -rf build"}' } } },
     { text = 'Understood, I will not delete it.' })
   turnstoned.ask('Clean the build')
-  H.wait_turns(chat, 4)
+  H.wait_turns(chat, 5)
   local header = line_of(chat, '⚙ bash: rm -rf build')
   H.ok(status_at(chat, header):find('declined', 1, true), 'status: ' .. status_at(chat, header))
   H.ok(H.text(chat.buf):find('Denied by user: not on this machine', 1, true),
@@ -119,7 +144,7 @@ H.test('several calls are decided one by one', function()
     { 'call-two', 'bash', '{"command": "echo second-call"}' },
   } }, { text = 'One ran, one was denied.' })
   turnstoned.ask('Run both')
-  H.wait_turns(chat, 5)
+  H.wait_turns(chat, 6)
   H.eq(#seen, 3, 'prompts (the cycle, then each call)')
   H.ok(seen[1].prompt:find('2 calls', 1, true), seen[1].prompt)
   H.ok(status_at(chat, line_of(chat, 'echo first-call')):find('done', 1, true), 'first call ran')
@@ -135,7 +160,7 @@ H.test('interrupt stops a turn that is streaming', function()
   end)
   H.ok(chat.running, 'the turn is running')
   vim.cmd('TurnstonedInterrupt')
-  H.wait_turns(chat, 6)
+  H.wait_turns(chat, 7)
   H.ok(H.text(chat.buf):find('interrupted', 1, true), 'the transcript says so')
   H.ok(H.text(chat.buf):find('Thinking about it', 1, true), 'the partial answer stays')
 end)
@@ -155,7 +180,7 @@ H.test('an approval withdrawn by an interrupt closes its open prompt', function(
   end)
   H.ok(api.nvim_win_is_valid(picker), 'the picker is open')
   turnstoned.interrupt()
-  H.wait_turns(chat, 7)
+  H.wait_turns(chat, 8)
   H.wait('the picker to close', function()
     return not api.nvim_win_is_valid(picker)
   end)
