@@ -68,8 +68,9 @@ end
 ---@return integer tab, integer[] bufs
 local function open_tab(change)
   local path = change.path
-  local old = scratch(('turnstoned://review/current/%s'):format(path), change.oldText or '', path)
-  local new = scratch(('turnstoned://review/proposed/%s'):format(path), change.newText or '', path)
+  local shown = vim.fn.fnamemodify(path, ':~:.')
+  local old = scratch('turnstoned://current/' .. shown, change.oldText or '', path)
+  local new = scratch('turnstoned://proposed/' .. shown, change.newText or '', path)
   vim.cmd.tabnew()
   local tab = api.nvim_get_current_tabpage()
   local left = api.nvim_get_current_win()
@@ -80,11 +81,13 @@ local function open_tab(change)
   local keys = config.get().keymaps
   local hint = ('%s approve · %s deny · %s back'):format(keys.diff_approve or '-',
     keys.diff_deny or '-', keys.close or '-')
-  for win, label in pairs({ [left] = 'current', [right] = 'proposed' }) do
+  local escaped = shown:gsub('%%', '%%%%')
+  vim.wo[left][0].winbar = (' current: %s'):format(escaped)
+  vim.wo[right][0].winbar = (' %%<proposed: %s%%=%s '):format(escaped, hint)
+  for _, win in ipairs({ left, right }) do
     api.nvim_win_call(win, function()
       vim.cmd.diffthis()
     end)
-    vim.wo[win][0].winbar = (' %s: %s%%=%s '):format(label, path:gsub('%%', '%%%%'), hint)
   end
   return tab, { old, new }
 end

@@ -43,6 +43,7 @@ function M.decorate(win)
   wo.foldtext = "v:lua.require'turnstoned.textbuf'.foldtext()"
   wo.foldlevel, wo.foldenable = 0, true
   wo.winbar = "%{%v:lua.require'turnstoned.ui'.winbar()%}"
+  wo.fillchars = 'fold: ,eob: '
 end
 
 ---@param n integer
@@ -61,8 +62,8 @@ function M.describe(chat)
   local state = chat.running and '⟳ working' or 'idle'
   local usage = {}
   if chat.context and chat.context.window and chat.context.window > 0 then
-    usage[#usage + 1] = ('ctx %s/%s (%d%%)'):format(short(chat.context.tokens),
-      short(chat.context.window), math.floor(100 * chat.context.tokens / chat.context.window))
+    usage[#usage + 1] = ('ctx %d%% of %s'):format(
+      math.floor(100 * chat.context.tokens / chat.context.window), short(chat.context.window))
   end
   if chat.usage and chat.usage.totalTokens then
     usage[#usage + 1] = ('turn %s tok'):format(short(chat.usage.totalTokens))
@@ -77,7 +78,7 @@ function M.winbar()
   local chat = require('turnstoned.session').by_buf(api.nvim_win_get_buf(win))
   local title = chat and (chat.title or (chat.sid and chat.sid:sub(1, 12))) or 'new chat'
   local state, usage = M.describe(chat)
-  local right = usage ~= '' and (state .. ' · ' .. usage) or state
+  local right = usage ~= '' and (chat.running and (state .. ' · ' .. usage) or usage) or state
   local function escape(s)
     return (s:gsub('%%', '%%%%'))
   end
@@ -207,9 +208,10 @@ function M.show(chat, opts)
   local pwin = M.prompt_win()
   if not valid(pwin) then
     pwin = open_prompt(cfg, win)
-    vim.wo[pwin][0].winbar = ' prompt: '
-      .. (cfg.keymaps.send and (cfg.keymaps.send .. ' sends') or '')
-      .. (cfg.keymaps.send_insert and (' · ' .. cfg.keymaps.send_insert .. ' sends in insert mode') or '')
+    local keys = vim.tbl_filter(function(k)
+      return k ~= false
+    end, { cfg.keymaps.send, cfg.keymaps.send_insert })
+    vim.wo[pwin][0].winbar = (' prompt%%=%s send '):format(table.concat(keys, ' '):gsub('%%', '%%%%'))
   end
   if opts.focus then
     api.nvim_set_current_win(pwin)

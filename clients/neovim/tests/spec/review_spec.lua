@@ -42,7 +42,7 @@ local function review_windows()
   for _, tab in ipairs(api.nvim_list_tabpages()) do
     local wins = api.nvim_tabpage_list_wins(tab)
     local name = #wins == 2 and api.nvim_buf_get_name(api.nvim_win_get_buf(wins[1])) or ''
-    if name:find('turnstoned://review/', 1, true) then
+    if name:find('turnstoned://current/', 1, true) then
       return wins
     end
   end
