@@ -3,9 +3,10 @@
 Prints the server's base URL on the first stdout line, then reads one JSON command per
 stdin line and answers each with one JSON line:
 
-- ``{"push": [spec, ...]}`` queues replies; a spec is ``{"text": str, "delay"?: s,
-  "chunk_size"?: n, "start_delay"?: s}``, ``{"tool_calls": [[id, name, arguments], ...]}``
-  or ``{"hang": seconds, "after_text"?: str}``.
+- ``{"push": [spec, ...]}`` queues replies; a spec is ``{"text": str, "reasoning"?: str,
+  "delay"?: s, "chunk_size"?: n, "start_delay"?: s}``, ``{"tool_calls": [[id, name,
+  arguments], ...]}``, ``{"hang": seconds, "after_text"?: str}`` or ``{"error": status,
+  "message"?: str}``.
 - ``{"requests": true}`` answers how many chat requests arrived.
 
 The server stops when stdin closes.
@@ -26,8 +27,10 @@ from tests.fakes import model_server as ms  # noqa: E402
 def build(spec: dict[str, Any]) -> ms.Response:
     """One scripted reply from its JSON description."""
     if "text" in spec:
-        return ms.text(spec["text"], chunk_size=spec.get("chunk_size", 4),
+        return ms.text(spec["text"], chunk_size=spec.get("chunk_size", 4), reasoning=spec.get("reasoning"),
                        delay=spec.get("delay", 0.0), start_delay=spec.get("start_delay", 0.0))
+    if "error" in spec:
+        return ms.error(spec["error"], spec.get("message", "error"))
     if "tool_calls" in spec:
         calls = [(c[0], c[1], c[2]) for c in spec["tool_calls"]]
         return ms.tool_calls(calls, content=spec.get("content", ""))

@@ -31,20 +31,54 @@ H.test(':checkhealth turnstoned reports OK with a working daemon and model', fun
   H.ok(not report:find('ERROR', 1, true), 'no error in the report:\n' .. report)
 end)
 
-H.test(':checkhealth shows the state of each MCP server', function()
+--- Restart the daemon with these MCP servers (a user config: trusted).
+---@param servers table
+local function with_mcp(servers)
   require('turnstoned').stop()
-  local config = vim.g.turnstoned
-  -- A project config the session's workspace does not matter here: a user config server.
   local mcp = H.workspace .. '/mcp.json'
-  vim.fn.writefile({ vim.json.encode({ mcpServers = { broken = { command = '/nonexistent/server' } } }) }, mcp)
+  vim.fn.writefile({ vim.json.encode({ mcpServers = servers }) }, mcp)
+  local config = vim.g.turnstoned
   config.cmd = { H.daemon, '--mcp-config', mcp }
   vim.g.turnstoned = config
-  local report
-  H.wait('the MCP server to fail', function()
-    report = checkhealth()
-    return report:find('MCP broken%s+failed') ~= nil
-  end, 20000)
+end
+
+H.test(':checkhealth shows the state of each MCP server', function()
+  with_mcp({
+    everything = { command = H.python, args = { H.repo .. '/tests/mcp_servers/everything.py' } },
+    broken = { command = '/nonexistent/server' },
+  })
+  local client = require('turnstoned.client')
+  local state = {}
+  client.on(require('turnstoned.protocol').methods.mcp_server_status_changed, function(p)
+    state[p.name] = p.status
+  end)
+  client.start()
+  H.wait('both MCP servers to settle', function()
+    return state.broken == 'failed' and state.everything == 'connected'
+  end, 30000)
+  local report = checkhealth()
   H.ok(report:find('ERROR MCP broken', 1, true), 'the failed server is an error:\n' .. report)
+  H.ok(report:find('OK MCP everything%s+connected%s+%d+ tools'), 'the connected one is OK:\n' .. report)
+end)
+
+H.test(':TurnstonedMcp lists the servers and refreshes the one picked', function()
+  local seen = H.stub_select(function(items, labels)
+    return labels[1]:find('^Refresh') and 1 or H.find(labels, 'everything')
+  end)
+  local notes = {}
+  vim.notify = function(msg)
+    notes[#notes + 1] = msg
+  end
+  vim.cmd('TurnstonedMcp')
+  H.wait('the refresh to be reported', function()
+    return #notes > 0
+  end)
+  H.eq(#seen, 2, 'the server list, then its actions')
+  H.ok(vim.iter(seen[1].labels):any(function(l)
+    return l:find('^broken%s+failed') ~= nil
+  end), 'the list shows the failed server: ' .. vim.inspect(seen[1].labels))
+  H.eq(seen[1].labels[#seen[1].labels], '↻ refresh all', 'the last entry')
+  H.ok(notes[1]:find('turnstoned: ', 1, true) and not notes[1]:find('failed', 1, true), notes[1])
 end)
 
 H.test(':checkhealth names a daemon command that is not installed', function()
