@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.fakes import model_server as ms  # noqa: E402
+from tests.fakes import model_server as ms
 
 
 def build(spec: dict[str, Any]) -> ms.Response:

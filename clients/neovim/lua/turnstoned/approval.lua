@@ -31,6 +31,9 @@ local function close_ui(req)
   for _, stop in ipairs(req.stop_watching) do
     stop()
   end
+  if vim.tbl_contains(req.wins, api.nvim_get_current_win()) and api.nvim_get_mode().mode:match('^i') then
+    vim.cmd.stopinsert() -- the picker's prompt had the cursor
+  end
   for _, win in ipairs(req.wins) do
     if api.nvim_win_is_valid(win) then
       pcall(api.nvim_win_close, win, true)
@@ -41,9 +44,6 @@ local function close_ui(req)
     require('turnstoned.review').close(req.tab)
   end
   req.tab = nil
-  if api.nvim_get_mode().mode:match('^[ic]') then
-    vim.cmd.stopinsert()
-  end
 end
 
 local pump
@@ -63,8 +63,9 @@ local function finish(req, response)
   vim.schedule(pump)
 end
 
---- Run a `vim.ui` call for `req`, remembering the windows it opens; `on_answer` is dropped
---- once the cycle is over.
+--- Run a `vim.ui` call for `req`, remembering the windows it opens (at once or in the next
+--- tick: a picker's, not the ones the user opens later); `on_answer` is dropped once the
+--- cycle is over.
 ---@param req turnstoned.ApprovalPrompt
 ---@param call fun(on_answer: fun(...))
 ---@param on_answer fun(...)
@@ -85,6 +86,7 @@ local function ask(req, call, on_answer)
       on_answer(...)
     end
   end)
+  vim.schedule(stop)
 end
 
 ---@param req turnstoned.ApprovalPrompt
@@ -228,54 +230,37 @@ local function title(items)
   return ('%d calls: %s'):format(#items, table.concat(heads, ' | '))
 end
 
---- Ask about the undecided calls one at a time, then answer the cycle.
+--- Ask about one call (while deciding each call), or about every undecided call at once.
 ---@param req turnstoned.ApprovalPrompt
-local function each(req)
-  local item = undecided(req)[1]
-  if not item then
-    return answer(req, 'deny') -- every call is named in `calls`
-  end
-  local function again()
-    each(req)
-  end
-  M.select(req, item.header, choices({ item }, false, false), function(id)
-    if id == nil then
-      return answer(req, 'deny')
-    elseif id == 'deny' then
-      return M.reason(req, function(reason)
-        decide(req, item.callId, 'deny', reason, again)
-      end)
-    elseif id:match('^review:') then
-      return review(req, item.callId, again)
-    end
-    decide(req, item.callId, id, nil, again)
-  end)
-end
-
----@param req turnstoned.ApprovalPrompt
-run = function(req)
-  local items = undecided(req)
+---@param item? turnstoned.ApprovalRequestItem
+run = function(req, item)
+  local items = item and { item } or undecided(req)
   if #items == 0 then
     return answer(req, 'deny') -- every call is named in `calls`
   end
-  local function again()
-    run(req)
+  local function next_step()
+    run(req, item and undecided(req)[1] or nil)
   end
-  M.select(req, title(items), choices(items, next(req.decided) ~= nil, splittable(req)), function(id)
+  local list = choices(items, not item and next(req.decided) ~= nil, not item and splittable(req))
+  M.select(req, item and item.header or title(items), list, function(id)
     if id == nil then -- dismissed: nothing runs unasked
       return answer(req, 'deny')
-    elseif id == 'deny' then
-      return M.reason(req, function(reason)
-        answer(req, 'deny', reason)
-      end)
     elseif id == 'each' then
-      return each(req)
+      return run(req, items[1])
+    elseif id:match('^review:') then
+      return review(req, id:match('^review:(.*)$'), next_step)
     end
-    local call_id = id:match('^review:(.*)$')
-    if call_id then
-      return review(req, call_id, again)
+    local function decided(reason)
+      if item then
+        decide(req, item.callId, id, reason, next_step)
+      else
+        answer(req, id, reason)
+      end
     end
-    answer(req, id)
+    if id == 'deny' then
+      return M.reason(req, decided)
+    end
+    decided(nil)
   end)
 end
 

@@ -84,13 +84,17 @@ local function server_request(method, params)
     return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
   end
   local co, is_main = coroutine.running()
+  if not co or is_main then -- only a Lua without yieldable pcall gets here
+    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.InternalError,
+      'cannot wait for an answer outside a coroutine')
+  end
   local answer, answered = nil, false
   handler(params, function(result)
     if answered then
       return
     end
     answer, answered = result, true
-    if co and not is_main and coroutine.status(co) == 'suspended' then
+    if coroutine.status(co) == 'suspended' then
       local ok, err = coroutine.resume(co)
       if not ok then
         log.error('answering %s failed: %s', method, err)
@@ -98,13 +102,7 @@ local function server_request(method, params)
     end
   end)
   if not answered then
-    if co and not is_main then
-      coroutine.yield()
-    else -- no coroutine to suspend (not the case in the Neovim versions supported)
-      vim.wait(24 * 3600 * 1000, function()
-        return answered
-      end)
-    end
+    coroutine.yield()
   end
   return answer
 end

@@ -13,7 +13,8 @@ local function check_neovim()
     health.error('Neovim ' .. version .. ': turnstoned needs 0.10 or newer')
   end
   if not jit then
-    health.warn('Neovim is built without LuaJIT: approval prompts block the editor while open')
+    health.warn('Neovim is built without LuaJIT: an approval request cannot wait for your '
+      .. 'answer and is denied')
   end
 end
 

@@ -61,14 +61,6 @@ local function route(params, fn)
   end
 end
 
----@param method string
----@param fn fun(chat: turnstoned.Chat, params: table)
-local function on_session(method, fn)
-  client.on(method, function(params)
-    route(params, fn)
-  end)
-end
-
 ---@param chat turnstoned.Chat
 local function working(chat)
   local lhs = require('turnstoned.config').get().keymaps.interrupt
@@ -97,6 +89,64 @@ local function turn_completed(chat, p)
   refresh()
 end
 
+---@param chat turnstoned.Chat
+---@param p turnstoned.ApprovalResolved
+local function approval_resolved(chat, p)
+  for _, id in ipairs(p.callIds or {}) do
+    local decision = (p.calls or {})[id] or p.decision
+    chat:calls_status({ id }, DECIDED[decision] or 'pending')
+  end
+  if chat.running then
+    working(chat)
+  end
+end
+
+--- What each notification of a session does to its chat.
+---@type table<string, fun(chat: turnstoned.Chat, p: table)>
+local handlers = {
+  [methods.turn_started] = function(chat, p)
+    chat.running, chat.turn_id = true, p.turnId
+    working(chat)
+    refresh()
+  end,
+  [methods.item_started] = function(chat, p)
+    chat:item_started(p.item)
+  end,
+  [methods.item_agent_message_delta] = function(chat, p)
+    chat:delta(p.itemId, p.delta)
+  end,
+  [methods.item_reasoning_delta] = function(chat, p)
+    chat:delta(p.itemId, p.delta)
+  end,
+  [methods.item_tool_call_output_delta] = function(chat, p)
+    chat:tool_output(p.itemId, p.chunk)
+  end,
+  [methods.item_completed] = function(chat, p)
+    chat:item_completed(p.item)
+  end,
+  [methods.approval_resolved] = approval_resolved,
+  [methods.turn_completed] = turn_completed,
+  [methods.session_notice] = function(chat, p)
+    chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
+  end,
+  [methods.session_usage] = function(chat, p)
+    chat.context = { tokens = p.contextTokens, window = p.contextWindow }
+    refresh()
+  end,
+}
+
+---@param code integer
+local function daemon_exited(code)
+  for _, chat in pairs(chats) do
+    if chat.running then
+      chat.running, chat.turn_id = false, nil
+      chat:working(nil)
+      chat:note(('> ✗ the daemon exited (code %d); the next prompt starts it again'):format(code))
+    end
+  end
+  refresh()
+end
+
 local wired = false
 
 --- Subscribe to the daemon's notifications (once).
@@ -105,58 +155,15 @@ function M.wire()
     return
   end
   wired = true
-  on_session(methods.turn_started, function(chat, p)
-    chat.running, chat.turn_id = true, p.turnId
-    working(chat)
-    refresh()
-  end)
-  on_session(methods.item_started, function(chat, p)
-    chat:item_started(p.item)
-  end)
-  on_session(methods.item_agent_message_delta, function(chat, p)
-    chat:delta(p.itemId, p.delta)
-  end)
-  on_session(methods.item_reasoning_delta, function(chat, p)
-    chat:delta(p.itemId, p.delta)
-  end)
-  on_session(methods.item_tool_call_output_delta, function(chat, p)
-    chat:tool_output(p.itemId, p.chunk)
-  end)
-  on_session(methods.item_completed, function(chat, p)
-    chat:item_completed(p.item)
-  end)
-  on_session(methods.approval_resolved, function(chat, p)
-    for _, id in ipairs(p.callIds or {}) do
-      local decision = (p.calls or {})[id] or p.decision
-      chat:calls_status({ id }, DECIDED[decision] or 'pending')
-    end
-    if chat.running then
-      working(chat)
-    end
-  end)
-  on_session(methods.turn_completed, turn_completed)
-  on_session(methods.session_notice, function(chat, p)
-    chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
-  end)
-  if methods.session_usage then
-    on_session(methods.session_usage, function(chat, p)
-      chat.context = { tokens = p.contextTokens, window = p.contextWindow }
-      refresh()
+  for method, fn in pairs(handlers) do
+    client.on(method, function(params)
+      route(params, fn)
     end)
   end
   client.on(methods.mcp_server_status_changed, function(p)
     log.info('MCP server %s: %s%s', p.name, p.status, p.error and (' (' .. p.error .. ')') or '')
   end)
-  client.on_exit(function(code)
-    for _, chat in pairs(chats) do
-      if chat.running then
-        chat.running, chat.turn_id = false, nil
-        chat:working(nil)
-        chat:note(('> ✗ the daemon exited (code %d); the next prompt starts it again'):format(code))
-      end
-    end
-    refresh()
-  end)
+  client.on_exit(daemon_exited)
 end
 
 ---@param chat turnstoned.Chat

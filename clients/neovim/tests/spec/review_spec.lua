@@ -114,6 +114,26 @@ H.test('one change approved in its review, the other denied from the list', func
   H.ok(seen[2].prompt:find('b.txt', 1, true), 'the second prompt asks about b.txt: ' .. seen[2].prompt)
 end)
 
+H.test('calls that change the same file are answered together', function()
+  local path = file('same.txt', 's0\n')
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Review diff')
+  end)
+  H.stub_input('')
+  model.push({ tool_calls = { write_call('call-s1', 'same.txt', 's1\n'), write_call('call-s2', 'same.txt', 's2\n') } },
+    { text = 'Neither was written.' })
+  turnstoned.ask('Write same.txt twice')
+  H.wait('the review tab', review_windows)
+  H.ok(not vim.iter(seen[1].labels):any(function(l)
+    return l:find('Decide each', 1, true) ~= nil
+  end), 'no per-call choice: ' .. vim.inspect(seen[1].labels))
+  api.nvim_feedkeys('gr', 'x', false)
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  H.eq(#seen, 1, 'one question for both calls')
+  H.eq(read(path), 's0\n', 'the file is unchanged')
+end)
+
 H.test('an interrupt closes an open review tab', function()
   local path = file('c.txt', 'c0\n')
   H.stub_select(function(_, labels)
