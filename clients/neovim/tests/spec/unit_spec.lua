@@ -96,6 +96,32 @@ H.test('transcript writes keep a reader cursor in place and follow one at the en
   H.eq(api.nvim_win_get_cursor(follower), { 5, 0 }, 'no following when auto_scroll is off')
 end)
 
+H.test('every layout opens a chat window with a prompt under it, and q closes both', function()
+  local ui = require('turnstoned.ui')
+  for _, layout in ipairs({ 'vertical', 'horizontal', 'float', 'tab' }) do
+    require('turnstoned').setup({ layout = layout })
+    local tabs = #api.nvim_list_tabpages()
+    local chat = require('turnstoned').open()
+    local chat_win, prompt_win = ui.chat_win(), ui.prompt_win()
+    H.ok(chat_win and prompt_win, layout .. ': both windows')
+    ---@cast chat_win integer
+    ---@cast prompt_win integer
+    H.eq(api.nvim_win_get_buf(chat_win), chat.buf, layout .. ': the chat buffer')
+    H.eq(api.nvim_get_current_win(), prompt_win, layout .. ': the prompt has the cursor')
+    local floating = api.nvim_win_get_config(chat_win).relative ~= ''
+    H.eq(floating, layout == 'float', layout .. ': floating')
+    if not floating then
+      local chat_pos, prompt_pos = api.nvim_win_get_position(chat_win), api.nvim_win_get_position(prompt_win)
+      H.ok(prompt_pos[1] > chat_pos[1] and prompt_pos[2] == chat_pos[2], layout .. ': the prompt is below')
+    end
+    H.eq(#api.nvim_list_tabpages(), tabs + (layout == 'tab' and 1 or 0), layout .. ': tab pages')
+    api.nvim_feedkeys('q', 'x', false)
+    H.eq(ui.chat_win(), nil, layout .. ': the chat closed')
+    H.eq(#api.nvim_list_tabpages(), tabs, layout .. ': back to the tab pages before')
+  end
+  require('turnstoned').setup({})
+end)
+
 H.test('the statusline component is empty before the first prompt', function()
   H.eq(require('turnstoned').status(), '', 'status()')
 end)
