@@ -151,6 +151,18 @@ function H.configure(model, extra)
   return home
 end
 
+--- Start the scripted model, point the plugin at it and stop both when the spec ends.
+---@return turnstoned.test.Model
+function H.with_daemon()
+  local model = H.model()
+  H.configure(model)
+  H.cleanup = function()
+    require('turnstoned').stop()
+    model.stop()
+  end
+  return model
+end
+
 --- Stub `vim.ui.select`: `pick(items, labels, opts)` returns the index to choose (nil
 --- dismisses, false leaves the prompt open). Returns the list of prompts seen.
 ---@param pick fun(items: table[], labels: string[], opts: table): integer|false|nil

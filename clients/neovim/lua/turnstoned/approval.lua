@@ -321,13 +321,8 @@ function M.pending()
   return #queue + (active and 1 or 0)
 end
 
-local wired = false
-
+--- Answer the daemon's approval requests (called once, on first use).
 function M.wire()
-  if wired then
-    return
-  end
-  wired = true
   client.on_request(methods.item_tool_request_approval, M.request)
   client.on(methods.approval_resolved, M.resolved)
   client.on_exit(function()

@@ -19,7 +19,8 @@ local function highlights()
   end
 end
 
---- Subscribe to the daemon and set up highlights and autocommands (once, on first use).
+--- Subscribe to the daemon and set up highlights and autocommands: once, on first use of
+--- any entry point below.
 local function wire()
   if wired then
     return

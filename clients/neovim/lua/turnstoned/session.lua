@@ -147,14 +147,8 @@ local function daemon_exited(code)
   refresh()
 end
 
-local wired = false
-
---- Subscribe to the daemon's notifications (once).
+--- Subscribe to the daemon's notifications (called once, on first use).
 function M.wire()
-  if wired then
-    return
-  end
-  wired = true
   for method, fn in pairs(handlers) do
     client.on(method, function(params)
       route(params, fn)
@@ -194,7 +188,6 @@ end
 --- Send a prompt in the current chat, starting its session first if needed.
 ---@param text string
 function M.send(text)
-  M.wire()
   local chat = M.current()
   chat:user(text, chat.running and '  queued: the running turn reads it at its next step' or nil)
   chat.title = chat.title or vim.split(text, '\n')[1]
@@ -233,7 +226,6 @@ end
 ---@param sid string
 ---@param cb? fun(err?: string, chat?: turnstoned.Chat)
 function M.resume(sid, cb)
-  M.wire()
   cb = cb or function() end
   client.request(methods.session_resume, { sessionId = sid }, function(err, result)
     if err then

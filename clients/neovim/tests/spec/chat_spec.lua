@@ -4,12 +4,7 @@ local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../hel
 local api = vim.api
 
 vim.o.columns, vim.o.lines = 180, 60
-local model = H.model()
-H.configure(model)
-H.cleanup = function()
-  require('turnstoned').stop()
-  model.stop()
-end
+local model = H.with_daemon()
 
 local turnstoned = require('turnstoned')
 local session = require('turnstoned.session')

@@ -2,12 +2,7 @@
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../helpers.lua')
 local api = vim.api
 
-local model = H.model()
-H.configure(model)
-H.cleanup = function()
-  require('turnstoned').stop()
-  model.stop()
-end
+local model = H.with_daemon()
 
 --- Run :checkhealth turnstoned and return its report.
 ---@return string
