@@ -269,7 +269,13 @@ pump = function()
     return
   end
   active = table.remove(queue, 1)
-  run(active)
+  local ok, err = pcall(run, active)
+  if not ok then -- a picker that failed must not leave the turn waiting
+    log.error('approval prompt failed: %s', err)
+    vim.notify('turnstoned: the approval prompt failed, the calls are denied: ' .. tostring(err),
+      vim.log.levels.ERROR)
+    finish(active, { decision = 'deny' })
+  end
 end
 
 ---@param params turnstoned.ApprovalRequestParams
@@ -303,15 +309,16 @@ function M.resolved(params)
   for i, req in ipairs(queue) do
     if req.params.cycleId == params.cycleId then
       table.remove(queue, i)
-      req.done = true
-      return
+      return finish(req, { decision = 'deny' }) -- never shown; the daemon ignores the answer
     end
   end
   local req = active
   if req and not req.done and req.params.cycleId == params.cycleId then
-    log.info('approval %s withdrawn: %s', params.cycleId, params.decision)
-    vim.notify(('turnstoned: approval withdrawn (%s)'):format(params.decision), vim.log.levels.INFO)
-    finish(req, { decision = 'deny', feedback = 'withdrawn' })
+    log.info('approval %s ended by the daemon: %s', params.cycleId, params.decision)
+    if params.decision == 'cancelled' or params.decision == 'timeout' then
+      vim.notify(('turnstoned: approval withdrawn (%s)'):format(params.decision), vim.log.levels.INFO)
+    end
+    finish(req, { decision = 'deny' }) -- the daemon ignores an answer to an ended cycle
   end
 end
 

@@ -242,4 +242,38 @@ H.test('resume redraws the history after the daemon restarts', function()
   vim.fn.writefile(H.screen(assert(require('turnstoned.ui').chat_win())), H.artifacts .. '/resumed-screen.txt')
 end)
 
+H.test('approvals of two sessions are asked one at a time; a queued one can be withdrawn', function()
+  local approval = require('turnstoned.approval')
+  local open = {}
+  vim.ui.select = function(items, opts, on_choice)
+    open[#open + 1] = { items = items, prompt = opts.prompt, on_choice = on_choice }
+  end
+  local first = session.current()
+  local done_before = first.turns_completed or 0
+  model.push({ tool_calls = { { 'call-a', 'bash', '{"command": "echo from-first"}' } } })
+  turnstoned.ask('The first session asks')
+  H.wait('the first question', function()
+    return #open == 1
+  end)
+  turnstoned.new_session()
+  local second = session.current()
+  model.push({ tool_calls = { { 'call-b', 'bash', '{"command": "echo from-second"}' } } })
+  turnstoned.ask('The second session asks')
+  H.wait('the second question to wait its turn', function()
+    return approval.pending() == 2
+  end)
+  H.eq(#open, 1, 'questions shown')
+  turnstoned.interrupt()
+  H.wait_turns(second, 1)
+  H.wait('the queued question to be withdrawn', function()
+    return approval.pending() == 1
+  end)
+  model.push({ text = 'The first one ran.' })
+  open[1].on_choice(open[1].items[1])
+  H.wait_turns(first, done_before + 1)
+  H.ok(H.text(first.buf):find('from%-first'), 'the first call ran')
+  H.eq(#open, 1, 'the withdrawn question was never shown')
+  H.eq(approval.pending(), 0, 'pending')
+end)
+
 H.run()
