@@ -39,6 +39,8 @@ class RecordingSink:
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.approvals: list[dict[str, Any]] = []
         self.answers: list[Any] = []  # ApprovalResponse, or a callable(params) -> awaitable
+        self.trust_questions: list[dict[str, Any]] = []
+        self.trust_answers: list[Any] = []  # McpTrustResponse/None, or a callable(params) -> awaitable
         self._changed = asyncio.Event()
 
     def notify(self, method: str, params: Any) -> None:
@@ -51,6 +53,19 @@ class RecordingSink:
         self.approvals.append(msgspec.to_builtins(params))
         self._changed.set()
         answer = self.answers.pop(0) if self.answers else p.ApprovalResponse(decision="approve")
+        if callable(answer):
+            return await answer(params)
+        return answer
+
+    async def request_mcp_trust(self, params: Any) -> Any:
+        """Records the question; unanswered (no scripted answer) it is dismissed."""
+        from turnstoned import protocol as p
+
+        self.trust_questions.append(msgspec.to_builtins(params))
+        self.events.append(("mcpServer/requestTrust", msgspec.to_builtins(params)))
+        self._changed.set()
+        answer = (self.trust_answers.pop(0) if self.trust_answers
+                  else p.McpTrustResponse(decision="dismiss"))
         if callable(answer):
             return await answer(params)
         return answer

@@ -13,6 +13,9 @@ from turnstoned import protocol as p
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Awaitable, Callable
+
+    from turnstoned.client import Client
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--cwd", default=None, help="working directory of the session")
     chat.add_argument("--session", default=None, help="continue this session id")
     chat.add_argument("--model", default=None, help="model name for a new session")
+    chat.add_argument("--trust-mcp", action="store_true",
+                      help="trust the folder's .mcp.json as it is now and start its servers")
     return parser
 
 
@@ -98,6 +103,37 @@ def _ask_terminal(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
     return p.ApprovalResponse(decision=decision, feedback=feedback.strip() or None)  # type: ignore[arg-type]
 
 
+def _trust_answer(trust: bool) -> Callable[[p.McpTrustRequestParams],
+                                            Awaitable[p.McpTrustResponse]]:
+    """Answers mcpServer/requestTrust: trust with --trust-mcp, else say how and ask later."""
+    async def answer(params: p.McpTrustRequestParams) -> p.McpTrustResponse:
+        if trust:
+            print(f"trusting {params.config_path}", file=sys.stderr)
+            return p.McpTrustResponse(decision="trust")
+        print(f"{params.config_path} defines MCP servers that were not started:", file=sys.stderr)
+        for s in params.servers:
+            what = s.url or " ".join([s.command or "", *s.args])
+            print(f"  {s.name}: {what}", file=sys.stderr)
+        print("  rerun with --trust-mcp to trust this version of the file", file=sys.stderr)
+        return p.McpTrustResponse(decision="dismiss")
+
+    return answer
+
+
+async def _trust_project(client: Client, folder: str) -> None:
+    """Trust the folder's .mcp.json before the session opens, so its tools are there."""
+    from turnstoned.client import RpcFailure
+
+    params = p.McpServerTrustParams(workspace=folder, trusted=True)
+    try:
+        result = await client.request("mcpServer/trust", params, timeout=None)
+    except RpcFailure as exc:
+        print(f"turnstoned: --trust-mcp: {exc.message}", file=sys.stderr)
+        return
+    states = ", ".join(f"{s['name']} {s['status']}" for s in result["servers"])
+    print(f"trusted {result['configPath']}: {states}", file=sys.stderr)
+
+
 class _Printer:
     """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines."""
 
@@ -143,7 +179,10 @@ async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
             async def ask(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
                 return await asyncio.to_thread(_ask_terminal, params)
             client.approval_handler = ask
+        client.trust_handler = _trust_answer(args.trust_mcp)
         try:
+            if args.trust_mcp and not args.session:
+                await _trust_project(client, os.path.abspath(args.cwd or "."))
             if args.session:
                 await client.request("session/resume", p.SessionRef(session_id=args.session))
                 sid = args.session

@@ -20,6 +20,7 @@ import msgspec
 from turnstoned import protocol as p
 
 ApprovalHandler = Callable[[p.ApprovalRequestParams], Awaitable[p.ApprovalResponse]]
+TrustHandler = Callable[[p.McpTrustRequestParams], Awaitable[p.McpTrustResponse]]
 EventHandler = Callable[[str, dict[str, Any]], None]
 
 
@@ -46,6 +47,8 @@ class Client:
         self._pending: dict[Any, asyncio.Future[Any]] = {}
         self._listeners: list[EventHandler] = []
         self.approval_handler: ApprovalHandler = _deny
+        # Without one, mcpServer/requestTrust is answered -32601: nothing is trusted.
+        self.trust_handler: TrustHandler | None = None
         self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -113,12 +116,17 @@ class Client:
                 fut.set_result(msg.get("result"))
 
     async def _answer(self, msg: dict[str, Any]) -> None:
-        if msg["method"] != "item/tool/requestApproval":
+        answer: Any
+        if msg["method"] == "item/tool/requestApproval":
+            answer = await self.approval_handler(
+                msgspec.convert(msg["params"], p.ApprovalRequestParams))
+        elif msg["method"] == "mcpServer/requestTrust" and self.trust_handler is not None:
+            answer = await self.trust_handler(
+                msgspec.convert(msg["params"], p.McpTrustRequestParams))
+        else:
             self._send({"jsonrpc": "2.0", "id": msg["id"],
                         "error": {"code": -32601, "message": f"unknown method {msg['method']}"}})
             return
-        params = msgspec.convert(msg["params"], p.ApprovalRequestParams)
-        answer = await self.approval_handler(params)
         self._send({"jsonrpc": "2.0", "id": msg["id"], "result": msgspec.to_builtins(answer)})
 
     async def request(self, method: str, params: Any = None, timeout: float | None = 30) -> Any:

@@ -68,8 +68,16 @@ class MCPConfig(_Section):
     servers: dict[str, dict[str, Any]] = {}
     health_check_seconds: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     call_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 120.0
-    # Start the servers of a project's .mcp.json (the session's workspace or cwd).
-    project_config: bool = True
+    # The servers of a project's .mcp.json (the session's workspace or cwd): "ask" lists
+    # them untrusted until the user trusts that exact file, "trust" starts them unasked,
+    # "never" ignores the file. The old boolean still works: true is "ask", false "never".
+    project_config: Literal["ask", "never", "trust"] | bool = "ask"
+
+    @property
+    def project_mode(self) -> Literal["ask", "never", "trust"]:
+        if isinstance(self.project_config, bool):
+            return "ask" if self.project_config else "never"
+        return self.project_config
 
 
 class Config(_Section):

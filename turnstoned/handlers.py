@@ -54,6 +54,9 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     async def mcp_refresh(params: p.McpServerRefreshParams) -> p.McpServerRefreshResult:
         return p.McpServerRefreshResult(changes=await get_engine().mcp_refresh(params.name))
 
+    async def mcp_trust(params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+        return await get_engine().mcp_trust(params)
+
     async def health(_: None) -> p.DaemonHealthResult:
         return get_engine().health()
 
@@ -70,6 +73,7 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         "tool/list": tool_list,
         "mcpServer/list": mcp_list,
         "mcpServer/refresh": mcp_refresh,
+        "mcpServer/trust": mcp_trust,
         "daemon/health": health,
         "fileChange/read": file_change_read,
         **_knowledge_handlers(get_engine),

@@ -17,7 +17,7 @@ import msgspec
 PROTOCOL_VERSION = 1
 # Additions within version 1 (new fields with defaults, new methods); clients may
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
-# decisions and session/usage.
+# decisions, session/usage and trust for project MCP configs.
 PROTOCOL_REVISION = "1.1"
 
 
@@ -233,8 +233,10 @@ class ToolListResult(Wire, kw_only=True):
 
 
 class McpServerInfo(Wire, kw_only=True):
+    """``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs)."""
+
     name: str
-    status: Literal["connecting", "connected", "failed", "disabled"]
+    status: Literal["connecting", "connected", "failed", "disabled", "untrusted"]
     tools: int = 0
     resources: int = 0
     prompts: int = 0
@@ -259,6 +261,27 @@ class McpChange(Wire, kw_only=True):
 
 class McpServerRefreshResult(Wire, kw_only=True):
     changes: list[McpChange]
+
+
+class McpServerTrustParams(Wire, kw_only=True):
+    """Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``).
+
+    ``hash``, when given, must be the content hash the user saw; a file changed
+    since then is refused.
+    """
+
+    workspace: str | None = None
+    config_path: str | None = None
+    trusted: bool
+    hash: str | None = None
+
+
+class McpServerTrustResult(Wire, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    trusted: bool
+    servers: list[McpServerInfo] = []
 
 
 class McpHealth(Wire, kw_only=True):
@@ -459,6 +482,40 @@ class ApprovalResponse(Wire, kw_only=True):
     calls: dict[str, CallDecision] = {}
 
 
+class McpServerPreview(Wire, kw_only=True):
+    """One server of a project config exactly as written: nothing is expanded.
+
+    ``env`` lists the names the entry sets in the server's environment;
+    ``variables`` the names of the user's environment variables its ``${VAR}``
+    references would read (their values would reach the server).
+    """
+
+    name: str
+    transport: Literal["stdio", "http"] | None = None
+    command: str | None = None
+    args: list[str] = []
+    url: str | None = None
+    cwd: str | None = None
+    env: list[str] = []
+    variables: list[str] = []
+    problem: str | None = None
+
+
+class McpTrustRequestParams(Wire, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    servers: list[McpServerPreview]
+    previously_trusted: bool = False  # another version of this file was trusted before
+
+
+class McpTrustResponse(Wire, kw_only=True):
+    """``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again
+    at the next session. Anything else (an error, null, an unknown word) trusts nothing."""
+
+    decision: Literal["trust", "deny", "dismiss"]
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -493,6 +550,8 @@ METHODS: tuple[Method, ...] = (
     _req("mcpServer/list", None, McpServerListResult, "Configured MCP servers and their state."),
     _req("mcpServer/refresh", McpServerRefreshParams, McpServerRefreshResult,
          "Rediscover one or all MCP servers (reconnecting dead ones)."),
+    _req("mcpServer/trust", McpServerTrustParams, McpServerTrustResult,
+         "Trust (start) or revoke a project's .mcp.json servers; answers once they settled."),
     _req("daemon/health", None, DaemonHealthResult, "Version, protocol and load."),
     _req("memory/list", MemoryListParams, MemoryListResult,
          "Stored memories, newest update first (to show and prune them)."),
@@ -515,6 +574,8 @@ METHODS: tuple[Method, ...] = (
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
+    Method("mcpServer/requestTrust", "daemon->client", "request", McpTrustRequestParams,
+           McpTrustResponse, "Ask whether the servers of a project's .mcp.json may run."),
 )
 
 METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

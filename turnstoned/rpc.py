@@ -155,3 +155,24 @@ class PyglsSink:
         except msgspec.ValidationError as exc:
             log.warning("approval answer is not valid (%s): %r", exc, raw)
             return p.ApprovalResponse(decision="deny", feedback=None)
+
+    async def request_mcp_trust(
+        self, params: p.McpTrustRequestParams
+    ) -> p.McpTrustResponse | None:
+        msg_id = f"mcp-trust-{uuid.uuid4().hex}"
+        future = self.protocol.send_request("mcpServer/requestTrust", encode(params),
+                                            msg_id=msg_id)
+        try:
+            raw = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:  # only at shutdown: forget the question
+            self.protocol._request_futures.pop(msg_id, None)
+            self.protocol._result_types.pop(msg_id, None)
+            raise
+        except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
+            log.info("mcpServer/requestTrust answered with an error: %s", exc)
+            return None
+        try:
+            return msgspec.convert(raw, p.McpTrustResponse)
+        except msgspec.ValidationError:
+            log.warning("mcpServer/requestTrust answer is not valid: %r", raw)
+            return None

@@ -1,4 +1,4 @@
-"""MCP server configuration: three sources, precedence, name rules, bad entries as issues."""
+"""MCP server configuration: the user's sources, precedence, name rules, bad entries as issues."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from turnstoned.mcp.config import ConfigIssue, ServerSpec, load_servers
+from turnstoned.mcp.config import ConfigIssue, ServerSpec, load_servers, parse_entries
 from turnstoned.mcp.manager import MCPManager
+from turnstoned.mcp.project import read_project
 
 
 def write_json(path: Path, servers: Any) -> Path:
@@ -24,20 +25,17 @@ def by_name(specs: list[ServerSpec]) -> dict[str, ServerSpec]:
     return {s.name: s for s in specs}
 
 
-def test_all_three_sources_are_merged_with_their_origins(tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    write_json(project / ".mcp.json", {"fromproject": {"command": "proj-server"}})
+def test_both_user_sources_are_merged_with_their_origins(tmp_path: Path) -> None:
     mcp_file = write_json(
         tmp_path / "servers.json", {"fromfile": {"command": "file-server", "args": ["-v"]}}
     )
     toml = {"fromtoml": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"X-A": "1"}}}
 
-    specs, issues = load_servers(toml, mcp_config_path=mcp_file, project_dir=project)
+    specs, issues = load_servers(toml, mcp_config_path=mcp_file)
 
     assert issues == []
     got = by_name(specs)
-    assert list(got) == ["fromproject", "fromfile", "fromtoml"]
-    assert got["fromproject"].origin == f"project:{project / '.mcp.json'}"
+    assert list(got) == ["fromfile", "fromtoml"]
     assert got["fromfile"].origin == f"mcp-config:{mcp_file}"
     assert got["fromfile"].args == ["-v"]
     assert got["fromtoml"].origin == "config"
@@ -45,30 +43,41 @@ def test_all_three_sources_are_merged_with_their_origins(tmp_path: Path) -> None
     assert got["fromtoml"].headers == {"X-A": "1"}
 
 
-def test_config_toml_beats_the_json_file_which_beats_the_project_file(tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    write_json(
-        project / ".mcp.json", {"a": {"command": "project-a"}, "b": {"command": "project-b"}}
-    )
+def test_config_toml_beats_the_json_file(tmp_path: Path) -> None:
     mcp_file = write_json(
-        tmp_path / "m.json", {"a": {"command": "file-a"}, "c": {"command": "file-c"}}
+        tmp_path / "m.json", {"a": {"command": "file-a"}, "b": {"command": "file-b"}}
     )
-    toml = {"a": {"command": "toml-a"}, "c": {"command": "toml-c"}}
+    toml = {"a": {"command": "toml-a"}}
 
-    specs, issues = load_servers(toml, mcp_config_path=mcp_file, project_dir=project)
+    specs, issues = load_servers(toml, mcp_config_path=mcp_file)
 
     assert issues == []
     got = by_name(specs)
     assert got["a"].command == "toml-a" and got["a"].origin == "config"
-    assert got["b"].command == "project-b"
-    assert got["c"].command == "toml-c"
+    assert got["b"].command == "file-b"
+
+
+def test_configured_names_win_over_a_project_file(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    write_json(project / ".mcp.json", {"a": {"command": "project-a"}, "b": {"command": "project-b"}})
+    specs, _ = load_servers({"a": {"command": "toml-a"}}, mcp_config_path=None)
+    manager = MCPManager(specs)
+    loaded = read_project(project)
+    assert loaded is not None
+    project_specs, _ = parse_entries(loaded.table, loaded.origin, project_dir=project)
+
+    added = manager.replace_servers(loaded.origin, project_specs)
+
+    assert added == ["b"]
+    origins = {s.name: s.origin for s in manager.status()}
+    assert origins == {"a": "config", "b": f"project:{project / '.mcp.json'}"}
 
 
 def test_a_bad_winning_entry_disables_the_server_rather_than_falling_back(tmp_path: Path) -> None:
     mcp_file = write_json(tmp_path / "m.json", {"a": {"command": "file-a"}})
 
     specs, issues = load_servers(
-        {"a": {"type": "stdio"}}, mcp_config_path=mcp_file, project_dir=None
+        {"a": {"type": "stdio"}}, mcp_config_path=mcp_file
     )
 
     assert specs == []
@@ -80,7 +89,6 @@ def test_a_name_with_double_underscore_is_rejected_with_the_reason() -> None:
     specs, issues = load_servers(
         {"my__server": {"command": "x"}, "ok": {"command": "y"}},
         mcp_config_path=None,
-        project_dir=None,
     )
 
     assert [s.name for s in specs] == ["ok"]
@@ -113,7 +121,6 @@ def test_a_bad_entry_becomes_an_issue_naming_the_server(entry: Any, fragment: st
     specs, issues = load_servers(
         {"bad": entry, "good": {"command": "ok"}},
         mcp_config_path=None,
-        project_dir=None,
         environ={},
     )
 
@@ -125,7 +132,7 @@ def test_a_bad_entry_becomes_an_issue_naming_the_server(entry: Any, fragment: st
 
 def test_a_name_with_spaces_is_rejected() -> None:
     _, issues = load_servers(
-        {"my server": {"command": "x"}}, mcp_config_path=None, project_dir=None
+        {"my server": {"command": "x"}}, mcp_config_path=None
     )
     assert "letters, digits" in issues[0].message
 
@@ -136,7 +143,7 @@ def test_an_invalid_json_file_is_one_file_level_issue_and_other_sources_still_lo
     broken = tmp_path / "m.json"
     broken.write_text('{"mcpServers": {"a": {"command": "x",}}}')
 
-    specs, issues = load_servers({"t": {"command": "y"}}, mcp_config_path=broken, project_dir=None)
+    specs, issues = load_servers({"t": {"command": "y"}}, mcp_config_path=broken)
 
     assert [s.name for s in specs] == ["t"]
     assert len(issues) == 1
@@ -153,20 +160,20 @@ def test_a_json_file_without_mcp_servers_is_an_issue(
 ) -> None:
     path = tmp_path / "m.json"
     path.write_text(content)
-    _, issues = load_servers(None, mcp_config_path=path, project_dir=None)
+    _, issues = load_servers(None, mcp_config_path=path)
     assert fragment in issues[0].message
 
 
 def test_a_missing_mcp_config_file_is_an_issue(tmp_path: Path) -> None:
     missing = tmp_path / "nope.json"
-    specs, issues = load_servers(None, mcp_config_path=missing, project_dir=None)
+    specs, issues = load_servers(None, mcp_config_path=missing)
     assert specs == [] and issues == [
         ConfigIssue(name="", origin=f"mcp-config:{missing}", message=f"{missing}: file not found")
     ]
 
 
 def test_a_project_without_mcp_json_contributes_nothing(tmp_path: Path) -> None:
-    assert load_servers(None, mcp_config_path=None, project_dir=tmp_path) == ([], [])
+    assert read_project(tmp_path) is None
 
 
 def test_transport_is_inferred_from_url_and_http_type_aliases_are_accepted() -> None:
@@ -178,7 +185,6 @@ def test_transport_is_inferred_from_url_and_http_type_aliases_are_accepted() -> 
             "p": {"command": "server", "args": ["--port", 8080]},
         },
         mcp_config_path=None,
-        project_dir=None,
     )
     assert issues == []
     got = by_name(specs)
@@ -197,7 +203,6 @@ def test_variables_are_expanded_from_the_environment_with_defaults() -> None:
             "s": {"command": "srv", "env": {"KEY": "${TOKEN}", "MODE": "${MODE:-dev}"}},
         },
         mcp_config_path=None,
-        project_dir=None,
         environ=environ,
     )
     assert issues == []
@@ -219,7 +224,10 @@ def test_project_servers_run_in_the_project_and_relative_cwd_follows_the_json_fi
         {"f": {"command": "srv", "cwd": "sub"}, "g": {"command": "srv"}},
     )
 
-    specs, _ = load_servers(None, mcp_config_path=mcp_file, project_dir=project)
+    specs, _ = load_servers(None, mcp_config_path=mcp_file)
+    loaded = read_project(project)
+    assert loaded is not None
+    specs += parse_entries(loaded.table, loaded.origin, project_dir=project)[0]
 
     got = by_name(specs)
     assert got["p"].cwd == str(project)
@@ -236,7 +244,6 @@ def test_disabled_entries_are_kept_but_marked_disabled() -> None:
             "c": {"command": "z", "timeout": 5},
         },
         mcp_config_path=None,
-        project_dir=None,
     )
     got = by_name(specs)
     assert (got["a"].enabled, got["b"].enabled, got["c"].enabled) == (False, False, True)
@@ -247,7 +254,6 @@ def test_unknown_keys_from_other_agents_are_ignored() -> None:
     specs, issues = load_servers(
         {"a": {"command": "x", "autoApprove": ["t"], "description": "d"}},
         mcp_config_path=None,
-        project_dir=None,
     )
     assert issues == [] and specs[0].command == "x"
 
@@ -260,7 +266,6 @@ async def test_issues_and_disabled_servers_show_in_status_without_connecting(
     specs, issues = load_servers(
         {"bad__name": {"command": "x"}, "off": {"command": "x", "enabled": False}},
         mcp_config_path=broken,
-        project_dir=None,
     )
     manager = MCPManager(specs, issues)
     await manager.start()

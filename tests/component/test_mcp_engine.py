@@ -165,23 +165,6 @@ async def test_deferred_tool_is_not_callable_before_search(
     assert tool_messages(model.requests[1])[0]["content"].startswith("Unknown tool: 'mcp__many__t07'")
 
 
-async def test_project_mcp_json_servers_join(sink: RecordingSink, model: ScriptedModel,
-                                             isolated_home: Path, tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {
-        "command": sys.executable, "args": [str(SERVERS / "everything.py"), "--name", "proj"]}}}))
-    engine = Engine(config.load(), Store(paths.database_file()), sink)
-    engine.start()
-    engine.start_session(p.SessionStartParams(cwd=str(project)))
-    await wait(lambda: any(s.name == "proj" and s.status == "connected" for s in engine.mcp.status()))
-    assert any(t.name == "mcp__proj__echo" for t in engine.mcp.tools())
-    origin = next(s.origin for s in engine.mcp.status() if s.name == "proj")
-    assert str(project) in origin
-    await engine.shutdown()
-    engine.terminate()
-
-
 @pytest.mark.parametrize("mcp_engine", ["[model]\nnative_tool_search = true\n" + MANY], indirect=True)
 async def test_native_deferral_marks_deferred_tools(mcp_engine: Engine, sink: RecordingSink,
                                                     model: ScriptedModel, tmp_path: Path) -> None:

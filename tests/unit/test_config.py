@@ -84,3 +84,19 @@ def test_missing_api_key_env_is_explained(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("NOPE_KEY", raising=False)
     msg = config.resolve_model(config.ModelConfig(name="x", api_key_env="NOPE_KEY"))
     assert isinstance(msg, str) and "NOPE_KEY" in msg
+
+
+@pytest.mark.parametrize(("value", "mode"), [
+    (None, "ask"), ('"ask"', "ask"), ('"never"', "never"), ('"trust"', "trust"),
+    ("true", "ask"), ("false", "never"),
+])
+def test_project_config_modes_and_the_old_boolean(isolated_home: Path, value: str | None,
+                                                  mode: str) -> None:
+    write_config(isolated_home, "" if value is None else f"[mcp]\nproject_config = {value}\n")
+    assert config.load().mcp.project_mode == mode
+
+
+def test_an_unknown_project_config_mode_is_an_error(isolated_home: Path) -> None:
+    write_config(isolated_home, '[mcp]\nproject_config = "sometimes"\n')
+    with pytest.raises(config.ConfigError, match="mcp.project_config"):
+        config.load()

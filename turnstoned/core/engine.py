@@ -45,6 +45,7 @@ class Engine:
         self.services.prompt_sections.append(self._mcp_section)
         self.mcp.add_status_listener(
             lambda status: sink.notify("mcpServer/statusChanged", mcplink.server_info(status)))
+        self.projects = mcplink.make_projects(config, store, self.mcp, sink)
         self._closed = False
 
     def start(self) -> None:
@@ -87,8 +88,7 @@ class Engine:
             on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
         )
         session = Session(row, store, env, policy)
-        if self.config.mcp.project_config:
-            mcplink.add_project_servers(self.mcp, env.workspace or env.cwd)
+        self.projects.open(env.workspace or env.cwd)
         t = self.config.tools
         session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
                                         max_results=t.search_max_results,
@@ -266,6 +266,9 @@ class Engine:
     def mcp_servers(self) -> list[p.McpServerInfo]:
         return [mcplink.server_info(s) for s in self.mcp.status()]
 
+    async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+        return await mcplink.set_trust(self.projects, params)
+
     async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
         try:
             changes = await self.mcp.refresh(name)
@@ -278,6 +281,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        await self.projects.close()
         await self.mcp.close()
         for session in list(self.sessions.values()):
             try:

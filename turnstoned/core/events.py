@@ -18,6 +18,11 @@ class EventSink(Protocol):
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         """Ask the user about one approval cycle; cancellation withdraws the question."""
 
+    async def request_mcp_trust(
+        self, params: p.McpTrustRequestParams
+    ) -> p.McpTrustResponse | None:
+        """Ask whether a project's MCP servers may run; None when the client gave no answer."""
+
 
 class Coalescer:
     """Batches small text deltas into fewer notifications.

@@ -1,19 +1,23 @@
-"""The engine's side of MCP: building the manager from config, and its wire shapes."""
+"""The engine's side of MCP: building the manager and project trust, and their wire shapes."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from turnstoned import protocol as p
 from turnstoned.config import Config
+from turnstoned.core.errors import EngineError
+from turnstoned.core.events import EventSink
+from turnstoned.protocol import ErrorCode
 
 if TYPE_CHECKING:
     from turnstoned.mcp.manager import MCPManager
     from turnstoned.mcp.models import CatalogChange, ServerStatus
-
-log = logging.getLogger(__name__)
+    from turnstoned.mcp.trust import ProjectTrust, Question
+    from turnstoned.store import Store
 
 
 def make_manager(config: Config) -> MCPManager:
@@ -23,7 +27,7 @@ def make_manager(config: Config) -> MCPManager:
     from turnstoned.mcp.manager import MCPManager
 
     path = Path(config.mcp.config_path).expanduser() if config.mcp.config_path else None
-    specs, issues = load_servers(config.mcp.servers, mcp_config_path=path, project_dir=None)
+    specs, issues = load_servers(config.mcp.servers, mcp_config_path=path)
     passthrough = tuple(config.tools.env_passthrough)
     return MCPManager(
         specs, issues, call_timeout=config.mcp.call_timeout_seconds,
@@ -32,17 +36,55 @@ def make_manager(config: Config) -> MCPManager:
     )
 
 
-def add_project_servers(manager: MCPManager, project_dir: Path) -> list[str]:
-    """Servers of ``project_dir/.mcp.json`` join the daemon's (configured names win)."""
-    from turnstoned.mcp.config import load_servers
+def make_projects(config: Config, store: Store, manager: MCPManager,
+                  sink: EventSink) -> ProjectTrust:
+    """Project ``.mcp.json`` files, started once the user trusts them (``[mcp] project_config``)."""
+    from turnstoned.mcp.trust import ProjectTrust
+    from turnstoned.store.trust import TrustStore
 
-    if not (project_dir / ".mcp.json").is_file():
-        return []
-    specs, issues = load_servers(None, mcp_config_path=None, project_dir=project_dir)
-    added = manager.add_servers(specs, issues)
-    if added:
-        log.info("project %s adds MCP servers %s", project_dir, added)
-    return added
+    async def ask(question: Question) -> str | None:
+        answer = await sink.request_mcp_trust(trust_request(question))
+        return answer.decision if answer is not None else None
+
+    return ProjectTrust(manager, TrustStore(store), mode=config.mcp.project_mode, ask=ask)
+
+
+def trust_request(question: Question) -> p.McpTrustRequestParams:
+    return p.McpTrustRequestParams(
+        workspace=str(question.workspace), config_path=str(question.config_path),
+        hash=question.hash, previously_trusted=question.previously_trusted,
+        servers=[p.McpServerPreview(**msgspec.structs.asdict(s)) for s in question.servers])
+
+
+async def set_trust(projects: ProjectTrust,
+                    params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+    """``mcpServer/trust``: trust or revoke the config of a workspace (or of a .mcp.json path)."""
+    from turnstoned.mcp.trust import TrustError
+
+    workspace = _trust_target(params)
+    try:
+        outcome = await projects.set_trusted(workspace, params.trusted, params.hash)
+    except TrustError as exc:
+        raise EngineError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+    return p.McpServerTrustResult(
+        workspace=str(outcome.project.workspace), config_path=str(outcome.project.path),
+        hash=outcome.project.hash, trusted=outcome.trusted,
+        servers=[server_info(s) for s in outcome.servers])
+
+
+def _trust_target(params: p.McpServerTrustParams) -> Path:
+    from turnstoned.mcp.project import PROJECT_FILE
+
+    if params.config_path is not None:
+        path = Path(params.config_path)
+        if not path.is_absolute() or path.name != PROJECT_FILE:
+            raise EngineError(ErrorCode.INVALID_PARAMS,
+                              f"configPath must be an absolute path to a {PROJECT_FILE} file")
+        return path.parent
+    if params.workspace is None or not Path(params.workspace).is_absolute():
+        raise EngineError(ErrorCode.INVALID_PARAMS,
+                          "workspace (an absolute folder) or configPath is required")
+    return Path(params.workspace)
 
 
 def server_info(status: ServerStatus) -> p.McpServerInfo:

@@ -6,12 +6,16 @@ connect.
 
 Public interface:
 
-- ``config.load_servers(config_servers, mcp_config_path=, project_dir=)`` ->
-  ``(list[ServerSpec], list[ConfigIssue])``: three sources merged, project
-  ``.mcp.json`` < mcp-config JSON file < config.toml.
+- ``config.load_servers(config_servers, mcp_config_path=)`` ->
+  ``(list[ServerSpec], list[ConfigIssue])``: the user's two sources merged,
+  mcp-config JSON file < config.toml.
+- ``project``: a project's ``.mcp.json`` read once and hashed (``read_project``),
+  described unexpanded (``preview``); ``trust.ProjectTrust`` lists its servers
+  ``untrusted`` until the user trusts that content, then parses and starts them,
+  and re-checks the file before every (re)connect.
 - ``manager.MCPManager(specs, issues, call_timeout=, env_scrub=, health_interval=, ...)``:
-  ``start``, ``wait_ready``, ``close``; ``tools``/``resources``/
-  ``resource_templates``/``prompts`` snapshots; ``status``; ``call_tool``,
+  ``start``, ``wait_ready``, ``close``; ``replace_servers`` (one origin's
+  servers); ``tools``/``resources``/``resource_templates``/``prompts`` snapshots; ``status``; ``call_tool``,
   ``read_resource``, ``get_prompt`` (``MCPCallResult``); ``refresh``
   (``CatalogChange`` per server); ``add_listener``, ``add_status_listener``.
 - ``models``: ``MCPTool`` (``openai_schema()``), ``MCPResource``,

@@ -1,24 +1,26 @@
-"""MCP server configuration: three sources merged into validated ``ServerSpec``s.
+"""MCP server configuration: the user's sources merged into validated ``ServerSpec``s.
 
-Sources, lowest precedence first (a name defined in a later source replaces the
-whole entry of an earlier one; fields are never merged across sources):
+The user's sources, lowest precedence first (a name defined in a later source
+replaces the whole entry of an earlier one; fields are never merged across
+sources):
 
-1. the project's ``.mcp.json`` in ``project_dir`` (origin ``project:<path>``);
-2. the ``{"mcpServers": {...}}`` JSON file named by ``--mcp-config`` or
+1. the ``{"mcpServers": {...}}`` JSON file named by ``--mcp-config`` or
    ``[mcp] config_path`` (origin ``mcp-config:<path>``);
-3. the ``[mcp.servers.NAME]`` tables of config.toml (origin ``config``).
+2. the ``[mcp.servers.NAME]`` tables of config.toml (origin ``config``).
 
-The user's own config wins: a repository cannot redefine a server the user
-configured. A bad higher-precedence entry is not replaced by a good lower one
-(that would silently run a command the user did not write); it becomes a
-``ConfigIssue`` and that server is disabled.
+A project's ``.mcp.json`` is not the user's: ``project`` reads it and parses
+it only once the user trusted that exact content (``parse_entries`` with
+``project_dir``), and its servers join after the user's, whose names win.
+A bad higher-precedence entry is not replaced by a good lower one (that would
+silently run a command the user did not write); it becomes a ``ConfigIssue``
+and that server is disabled.
 
 Entry fields: stdio ``command``, ``args``, ``env``, ``cwd``; HTTP ``type = "http"``
 (also ``"streamable-http"``/``"streamableHttp"``; an entry with ``url`` and no
 ``type`` is HTTP), ``url``, ``headers``; both take ``timeout`` (seconds per call)
 and ``enabled``/``disabled``. Strings may use ``${VAR}`` and ``${VAR:-default}``,
 expanded from the daemon's environment. A relative ``cwd`` from a JSON file is
-taken relative to that file; project stdio servers default to ``project_dir``.
+taken relative to that file; project stdio servers default to the project folder.
 Unknown keys (other agents' ``autoApprove`` and the like) are ignored.
 
 Nothing here raises on bad input: every problem becomes a ``ConfigIssue``
@@ -39,9 +41,8 @@ import msgspec
 
 log = logging.getLogger(__name__)
 
-PROJECT_FILE = ".mcp.json"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+VAR_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 
 
@@ -69,7 +70,7 @@ class ConfigIssue(msgspec.Struct, kw_only=True, frozen=True):
     message: str
 
 
-class _EntryError(ValueError):
+class EntryError(ValueError):
     """One entry cannot be used; the message is shown to the user."""
 
 
@@ -77,23 +78,16 @@ def load_servers(
     config_servers: Mapping[str, Mapping[str, Any]] | None,
     *,
     mcp_config_path: Path | None,
-    project_dir: Path | None,
     environ: Mapping[str, str] | None = None,
 ) -> tuple[list[ServerSpec], list[ConfigIssue]]:
-    """Merge the three sources (see the module docstring) into specs and issues.
+    """Merge the user's sources (see the module docstring) into specs and issues.
 
-    Specs come out in precedence order of first definition: project entries,
-    then the JSON file's, then config.toml's, each in file order.
+    Specs come out in precedence order of first definition: the JSON file's,
+    then config.toml's, each in file order.
     """
     env = os.environ if environ is None else environ
     issues: list[ConfigIssue] = []
     layers: list[tuple[str, Mapping[str, Any], Path | None]] = []
-    if project_dir is not None:
-        project_file = project_dir / PROJECT_FILE
-        if project_file.is_file():
-            origin = f"project:{project_file}"
-            table = _read_json_servers(project_file, origin, issues)
-            layers.append((origin, table, project_dir))
     if mcp_config_path is not None:
         origin = f"mcp-config:{mcp_config_path}"
         table = _read_json_servers(mcp_config_path, origin, issues)
@@ -111,10 +105,29 @@ def load_servers(
                     _origin_of(merged[name]),
                 )
                 del merged[name]  # re-insert so the order shows where the winner came from
-            merged[name] = _parse_entry(str(name), raw, origin, base_dir, env)
+            merged[name] = _parse_entry(str(name), raw, origin, base_dir, None, env)
     specs = [item for item in merged.values() if isinstance(item, ServerSpec)]
     issues.extend(item for item in merged.values() if isinstance(item, ConfigIssue))
     return specs, issues
+
+
+def parse_entries(
+    table: Mapping[str, Any],
+    origin: str,
+    *,
+    project_dir: Path,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[ServerSpec], list[ConfigIssue]]:
+    """A trusted project file's entries, expanded (relative ``cwd``s from ``project_dir``)."""
+    env = os.environ if environ is None else environ
+    parsed = [
+        _parse_entry(str(name), raw, origin, project_dir, project_dir, env)
+        for name, raw in table.items()
+    ]
+    return (
+        [item for item in parsed if isinstance(item, ServerSpec)],
+        [item for item in parsed if isinstance(item, ConfigIssue)],
+    )
 
 
 def _origin_of(item: ServerSpec | ConfigIssue) -> str:
@@ -124,18 +137,30 @@ def _origin_of(item: ServerSpec | ConfigIssue) -> str:
 def _read_json_servers(path: Path, origin: str, issues: list[ConfigIssue]) -> Mapping[str, Any]:
     """The ``mcpServers`` table of a JSON file, or {} with an issue recorded."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except FileNotFoundError:
         issues.append(ConfigIssue(name="", origin=origin, message=f"{path}: file not found"))
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        issues.append(ConfigIssue(name="", origin=origin, message=f"{path}: cannot read: {exc}"))
+        return {}
+    return servers_table(data, path, origin, issues)
+
+
+def servers_table(
+    data: bytes, path: Path, origin: str, issues: list[ConfigIssue]
+) -> Mapping[str, Any]:
+    """The ``mcpServers`` table of a JSON document, or {} with an issue recorded."""
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         issues.append(ConfigIssue(name="", origin=origin, message=f"{path}: cannot read: {exc}"))
         return {}
     except json.JSONDecodeError as exc:
         message = f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         issues.append(ConfigIssue(name="", origin=origin, message=message))
         return {}
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    servers = document.get("mcpServers") if isinstance(document, dict) else None
     if not isinstance(servers, dict):
         message = f'{path}: expected a top-level object {{"mcpServers": {{...}}}}'
         issues.append(ConfigIssue(name="", origin=origin, message=message))
@@ -144,14 +169,16 @@ def _read_json_servers(path: Path, origin: str, issues: list[ConfigIssue]) -> Ma
 
 
 def _parse_entry(
-    name: str, raw: Any, origin: str, base_dir: Path | None, env: Mapping[str, str]
+    name: str,
+    raw: Any,
+    origin: str,
+    base_dir: Path | None,
+    project: Path | None,
+    env: Mapping[str, str],
 ) -> ServerSpec | ConfigIssue:
     try:
-        _check_name(name)
-        if not isinstance(raw, Mapping):
-            raise _EntryError(f"expected a table/object, got {_kind(raw)}")
+        kind = check_entry(name, raw)
         expand = _expander(env)
-        kind = _transport(raw)
         common: dict[str, Any] = {
             "name": name,
             "origin": origin,
@@ -160,22 +187,36 @@ def _parse_entry(
         }
         if kind == "http":
             return ServerSpec(type="http", **common, **_http_fields(raw, expand))
-        project = base_dir if origin.startswith("project:") else None
         return ServerSpec(type="stdio", **common, **_stdio_fields(raw, expand, base_dir, project))
-    except _EntryError as exc:
-        return ConfigIssue(
-            name=name, origin=origin, message=f"MCP server {name!r} ({origin}): {exc}"
-        )
+    except EntryError as exc:
+        return entry_issue(name, origin, str(exc))
+
+
+def check_entry(name: str, raw: Any) -> Literal["stdio", "http"]:
+    """The entry's transport; raises ``EntryError`` for a bad name, shape or type.
+
+    Reads no environment variable: safe on an untrusted entry.
+    """
+    _check_name(name)
+    if not isinstance(raw, Mapping):
+        raise EntryError(f"expected a table/object, got {_kind(raw)}")
+    return _transport(raw)
+
+
+def entry_issue(name: str, origin: str, message: str) -> ConfigIssue:
+    """The issue that disables the entry ``name``."""
+    text = f"MCP server {name!r} ({origin}): {message}"
+    return ConfigIssue(name=name, origin=origin, message=text)
 
 
 def _check_name(name: str) -> None:
     if "__" in name:
-        raise _EntryError(
+        raise EntryError(
             "the name contains '__', which is reserved as the separator in tool names "
             "(mcp__<server>__<tool>); rename the server"
         )
     if not NAME_PATTERN.fullmatch(name):
-        raise _EntryError(
+        raise EntryError(
             "a server name must be 1-64 characters of letters, digits, '.', '_' or '-'"
         )
 
@@ -185,16 +226,16 @@ def _transport(raw: Mapping[str, Any]) -> Literal["stdio", "http"]:
     if kind is None:
         return "http" if "url" in raw and "command" not in raw else "stdio"
     if not isinstance(kind, str):
-        raise _EntryError(f"'type' must be a string, got {_kind(kind)}")
+        raise EntryError(f"'type' must be a string, got {_kind(kind)}")
     if kind == "stdio":
         return "stdio"
     if kind in _HTTP_TYPES:
         return "http"
     if kind == "sse":
-        raise _EntryError(
+        raise EntryError(
             "the legacy SSE transport is not supported; use type 'http' (streamable HTTP)"
         )
-    raise _EntryError(f"unknown type {kind!r} (expected 'stdio' or 'http')")
+    raise EntryError(f"unknown type {kind!r} (expected 'stdio' or 'http')")
 
 
 def _stdio_fields(
@@ -206,13 +247,13 @@ def _stdio_fields(
     command = raw.get("command")
     if not isinstance(command, str) or not command.strip():
         got = "nothing" if command is None else _kind(command)
-        raise _EntryError(f"'command' must be a non-empty string (got {got})")
+        raise EntryError(f"'command' must be a non-empty string (got {got})")
     args = raw.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
-        raise _EntryError("'args' must be a list of strings")
+        raise EntryError("'args' must be a list of strings")
     cwd = raw.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
-        raise _EntryError(f"'cwd' must be a string, got {_kind(cwd)}")
+        raise EntryError(f"'cwd' must be a string, got {_kind(cwd)}")
     resolved_cwd = (
         _resolve_cwd(expand(cwd), base_dir) if cwd else (str(project) if project else None)
     )
@@ -227,10 +268,10 @@ def _stdio_fields(
 def _http_fields(raw: Mapping[str, Any], expand: Callable[[str], str]) -> dict[str, Any]:
     url = raw.get("url")
     if not isinstance(url, str) or not url.strip():
-        raise _EntryError("'url' must be a non-empty string for an HTTP server")
+        raise EntryError("'url' must be a non-empty string for an HTTP server")
     url = expand(url.strip())
     if not url.startswith(("http://", "https://")):
-        raise _EntryError(f"'url' must start with http:// or https:// (got {url!r})")
+        raise EntryError(f"'url' must start with http:// or https:// (got {url!r})")
     return {"url": url, "headers": _string_map(raw.get("headers"), "headers", expand)}
 
 
@@ -245,11 +286,11 @@ def _string_map(value: Any, key: str, expand: Callable[[str], str]) -> dict[str,
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise _EntryError(f"'{key}' must be a table/object of strings, got {_kind(value)}")
+        raise EntryError(f"'{key}' must be a table/object of strings, got {_kind(value)}")
     out: dict[str, str] = {}
     for k, v in value.items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise _EntryError(f"'{key}.{k}' must be a string, got {_kind(v)}")
+            raise EntryError(f"'{key}.{k}' must be a string, got {_kind(v)}")
         out[str(k)] = expand(str(v))
     return out
 
@@ -258,14 +299,14 @@ def _timeout(value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise _EntryError(f"'timeout' must be a positive number of seconds, got {value!r}")
+        raise EntryError(f"'timeout' must be a positive number of seconds, got {value!r}")
     return float(value)
 
 
 def _enabled(raw: Mapping[str, Any]) -> bool:
     enabled, disabled = raw.get("enabled", True), raw.get("disabled", False)
     if not isinstance(enabled, bool) or not isinstance(disabled, bool):
-        raise _EntryError("'enabled' and 'disabled' must be true or false")
+        raise EntryError("'enabled' and 'disabled' must be true or false")
     return enabled and not disabled
 
 
@@ -278,9 +319,9 @@ def _expander(env: Mapping[str, str]) -> Callable[[str], str]:
                 return default
             if value is not None:
                 return value
-            raise _EntryError(f"environment variable {name} is not set (used as ${{{name}}})")
+            raise EntryError(f"environment variable {name} is not set (used as ${{{name}}})")
 
-        return _VAR.sub(one, text) if "${" in text else text
+        return VAR_PATTERN.sub(one, text) if "${" in text else text
 
     return expand
 

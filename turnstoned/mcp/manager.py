@@ -48,7 +48,7 @@ from turnstoned.mcp.models import (
     MCPTool,
     ServerStatus,
 )
-from turnstoned.mcp.pool import Server, ServerPool, Timings
+from turnstoned.mcp.pool import Gate, Server, ServerPool, Timings
 
 log = logging.getLogger(__name__)
 
@@ -96,26 +96,44 @@ class MCPManager:
         env = self._env_scrub(os.environ) if self._env_scrub is not None else dict(os.environ)
         self._pool.start(env)
 
-    def add_servers(self, specs: Iterable[ServerSpec], issues: Iterable[ConfigIssue] = ()) -> list[str]:
-        """Add servers found later (a project's .mcp.json); names already configured win.
+    def replace_servers(
+        self,
+        origin: str,
+        specs: Iterable[ServerSpec],
+        issues: Iterable[ConfigIssue] = (),
+        *,
+        gate: Gate | None = None,
+        untrusted: str | None = None,
+    ) -> list[str]:
+        """Make ``origin``'s servers (a project's .mcp.json) these; configured names win.
 
-        Returns the names added; they connect in the background if the manager runs.
+        Servers of ``origin`` that are not in ``specs`` stop and leave the list
+        (a last status says so). ``gate`` is asked before each (re)connect;
+        ``untrusted`` (the reason) lists the servers without connecting them.
+        Returns the names added.
         """
+        gone = [srv for srv in self._servers.values() if srv.spec.origin == origin]
+        for srv in gone:
+            self._pool.remove(srv.spec.name)
+        self._issues = [i for i in self._issues if i.origin != origin] + list(issues)
         added = []
         for spec in specs:
-            srv = self._pool.add(spec)
-            if srv is not None:
+            new = self._pool.add(spec, gate=gate, untrusted=untrusted)
+            if new is not None:
                 added.append(spec.name)
+                self._emit_status(new)
+        for srv in gone:
+            if srv.spec.name not in added:
+                srv.state, srv.error = "disabled", f"no longer in {origin.partition(':')[2]}"
                 self._emit_status(srv)
-        known = {(i.name, i.origin) for i in self._issues}
-        self._issues.extend(i for i in issues if (i.name, i.origin) not in known)
+        self._publish()
         return added
 
-    async def wait_ready(self, timeout: float) -> None:
-        """Wait until every enabled server has connected or failed at least once."""
-        await asyncio.wait_for(
-            asyncio.gather(*(s.settled.wait() for s in self._servers.values())), timeout
-        )
+    async def wait_ready(self, timeout: float, names: Iterable[str] | None = None) -> None:
+        """Wait until every enabled server (or each of ``names``) connected or failed once."""
+        wanted = self._servers.values() if names is None else [
+            self._servers[n] for n in names if n in self._servers]
+        await asyncio.wait_for(asyncio.gather(*(s.settled.wait() for s in wanted)), timeout)
 
     async def close(self) -> None:
         """Stop every loop, close every session and terminate stdio servers."""

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-ServerState = Literal["connecting", "connected", "failed", "disabled"]
+ServerState = Literal["connecting", "connected", "failed", "disabled", "untrusted"]
 
 
 class ConnectError(Exception):

@@ -13,6 +13,10 @@ session's receive loop; a notification during a refresh queues exactly one
 more round; a failed refresh is retried on the next health tick. An idle
 server that misses ``MAX_MISSED_PINGS`` pings in a row (alive but wedged) is
 abandoned, its process stopped, and reconnected like a dead one.
+
+A server added ``untrusted`` is only listed: it never connects. A server with a
+``gate`` asks it before every connect and reconnect; a refusal turns it
+``untrusted`` (with the reason as its error) and stops its retries.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+Gate = Callable[[], str | None]
 ALL_KINDS = frozenset({"tools", "resources", "prompts"})
 MAX_MISSED_PINGS = 3  # consecutive ping timeouts of an idle server before it is restarted
 
@@ -64,6 +69,7 @@ class Server:
     spec: ServerSpec
     state: ServerState = "connecting"
     error: str | None = None
+    gate: Gate | None = None  # None to connect, else why this server may not run
     conn: Connection | None = None
     connecting: Connection | None = None
     catalog: ServerCatalog = field(default_factory=ServerCatalog)
@@ -112,18 +118,40 @@ class ServerPool:
         for srv in self.servers.values():
             self._launch(srv)
 
-    def add(self, spec: ServerSpec) -> Server | None:
-        """Add a server after start (e.g. a project's .mcp.json); an existing name wins."""
+    def add(
+        self, spec: ServerSpec, *, gate: Gate | None = None, untrusted: str | None = None
+    ) -> Server | None:
+        """Add a server after start (e.g. a project's .mcp.json); an existing name wins.
+
+        ``untrusted`` (the reason) lists it without ever connecting it.
+        """
         if spec.name in self.servers or self.closed:
             return None
-        srv = Server(spec=spec, state="connecting" if spec.enabled else "disabled")
+        srv = Server(spec=spec, state="connecting" if spec.enabled else "disabled", gate=gate)
+        if untrusted is not None:
+            srv.state, srv.error = "untrusted", untrusted
         self.servers[spec.name] = srv
         if self.started:
             self._launch(srv)
         return srv
 
+    def remove(self, name: str) -> Server | None:
+        """Forget a server: its loops stop and its connection closes in the background."""
+        srv = self.servers.pop(name, None)
+        if srv is None:
+            return None
+        for task in srv.tasks.values():
+            task.cancel()
+        for conn in (srv.conn, srv.connecting):
+            if conn is not None:
+                self._spawn(conn.close())
+        srv.conn = srv.connecting = None
+        srv.catalog = ServerCatalog()
+        srv.settled.set()
+        return srv
+
     def _launch(self, srv: Server) -> None:
-        if srv.spec.enabled:
+        if srv.spec.enabled and srv.state != "untrusted":
             srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
         else:
             srv.settled.set()
@@ -151,6 +179,8 @@ class ServerPool:
             return CatalogChange(
                 server=srv.spec.name, status="disabled", error="disabled in the configuration"
             )
+        if srv.state == "untrusted":
+            return CatalogChange(server=srv.spec.name, status="untrusted", error=srv.error)
         before = srv.catalog
         if srv.conn is not None:
             async with srv.lock:
@@ -231,6 +261,11 @@ class ServerPool:
         async with srv.lock:
             if self.closed or srv.conn is not None:  # shutting down, or another caller won
                 return True
+            refusal = srv.gate() if srv.gate is not None else None
+            if refusal is not None or srv.state == "untrusted":
+                self._set_state(srv, "untrusted", refusal or srv.error)
+                srv.settled.set()
+                return True  # not a failure to retry: nothing may run until trusted again
             if srv.attempt == 0 or announce:
                 self._set_state(srv, "connecting", srv.error)
             conn = Connection(

@@ -4,7 +4,8 @@ Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
 loses nothing the fold had committed. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``) live in the same file.
+Memories (``memory``) and decisions about project MCP configs (``trust``)
+live in the same file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
+from turnstoned.store import trust as _trust
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,7 @@ class Store:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
         _memory.install(self._db)
+        _trust.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
 

@@ -129,9 +129,12 @@ export interface McpHealth {
   prompts?: number;
 }
 
+/**
+ * ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
+ */
 export interface McpServerInfo {
   name: string;
-  status: "connected" | "connecting" | "disabled" | "failed";
+  status: "connected" | "connecting" | "disabled" | "failed" | "untrusted";
   tools?: number;
   resources?: number;
   prompts?: number;
@@ -143,12 +146,68 @@ export interface McpServerListResult {
   servers: McpServerInfo[];
 }
 
+/**
+ * One server of a project config exactly as written: nothing is expanded.
+ *
+ * ``env`` lists the names the entry sets in the server's environment;
+ * ``variables`` the names of the user's environment variables its ``${VAR}``
+ * references would read (their values would reach the server).
+ */
+export interface McpServerPreview {
+  name: string;
+  transport?: "http" | "stdio" | null;
+  command?: string | null;
+  args?: string[];
+  url?: string | null;
+  cwd?: string | null;
+  env?: string[];
+  variables?: string[];
+  problem?: string | null;
+}
+
 export interface McpServerRefreshParams {
   name?: string | null;
 }
 
 export interface McpServerRefreshResult {
   changes: McpChange[];
+}
+
+/**
+ * Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``).
+ *
+ * ``hash``, when given, must be the content hash the user saw; a file changed
+ * since then is refused.
+ */
+export interface McpServerTrustParams {
+  workspace?: string | null;
+  configPath?: string | null;
+  trusted: boolean;
+  hash?: string | null;
+}
+
+export interface McpServerTrustResult {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  trusted: boolean;
+  servers?: McpServerInfo[];
+}
+
+export interface McpTrustRequestParams {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  servers: McpServerPreview[];
+  previouslyTrusted?: boolean;
+}
+
+/**
+ * ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again
+ * at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+ */
+export interface McpTrustResponse {
+  decision: "deny" | "dismiss" | "trust";
 }
 
 /**
@@ -391,6 +450,7 @@ export const Method = {
   toolList: "tool/list",
   mcpServerList: "mcpServer/list",
   mcpServerRefresh: "mcpServer/refresh",
+  mcpServerTrust: "mcpServer/trust",
   daemonHealth: "daemon/health",
   memoryList: "memory/list",
   memoryDelete: "memory/delete",
@@ -408,6 +468,7 @@ export const Method = {
   sessionUsage: "session/usage",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   itemToolRequestApproval: "item/tool/requestApproval",
+  mcpServerRequestTrust: "mcpServer/requestTrust",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -422,6 +483,7 @@ export interface ClientRequests {
   "tool/list": { params: ToolListParams; result: ToolListResult };
   "mcpServer/list": { params: null; result: McpServerListResult };
   "mcpServer/refresh": { params: McpServerRefreshParams; result: McpServerRefreshResult };
+  "mcpServer/trust": { params: McpServerTrustParams; result: McpServerTrustResult };
   "daemon/health": { params: null; result: DaemonHealthResult };
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
@@ -447,6 +509,7 @@ export interface DaemonNotifications {
 /** Requests the daemon sends; the client answers. */
 export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
+  "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
 }
 
 /** Notifications a client sends. */

@@ -98,9 +98,9 @@
 ---@field resources? integer
 ---@field prompts? integer
 
----@class turnstoned.McpServerInfo
+---@class turnstoned.McpServerInfo ``untrusted``: from a project's ``.mcp.json`` the user has not trusted (nothing runs).
 ---@field name string
----@field status 'connected'|'connecting'|'disabled'|'failed'
+---@field status 'connected'|'connecting'|'disabled'|'failed'|'untrusted'
 ---@field tools? integer
 ---@field resources? integer
 ---@field prompts? integer
@@ -110,11 +110,45 @@
 ---@class turnstoned.McpServerListResult
 ---@field servers turnstoned.McpServerInfo[]
 
+---@class turnstoned.McpServerPreview One server of a project config exactly as written: nothing is expanded. ``env`` lists the names the entry sets in the server's environment; ``variables`` the names of the user's environment variables its ``${VAR}`` references would read (their values would reach the server).
+---@field name string
+---@field transport? 'http'|'stdio'|nil
+---@field command? string|nil
+---@field args? string[]
+---@field url? string|nil
+---@field cwd? string|nil
+---@field env? string[]
+---@field variables? string[]
+---@field problem? string|nil
+
 ---@class turnstoned.McpServerRefreshParams
 ---@field name? string|nil
 
 ---@class turnstoned.McpServerRefreshResult
 ---@field changes turnstoned.McpChange[]
+
+---@class turnstoned.McpServerTrustParams Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``). ``hash``, when given, must be the content hash the user saw; a file changed since then is refused.
+---@field workspace? string|nil
+---@field configPath? string|nil
+---@field trusted boolean
+---@field hash? string|nil
+
+---@class turnstoned.McpServerTrustResult
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field trusted boolean
+---@field servers? turnstoned.McpServerInfo[]
+
+---@class turnstoned.McpTrustRequestParams
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field servers turnstoned.McpServerPreview[]
+---@field previouslyTrusted? boolean
+
+---@class turnstoned.McpTrustResponse ``trust`` and ``deny`` are remembered for this content hash; ``dismiss`` asks again at the next session. Anything else (an error, null, an unknown word) trusts nothing.
+---@field decision 'deny'|'dismiss'|'trust'
 
 ---@class turnstoned.MemoryDeleteParams ``workstream`` and ``project`` memories need the ``sessionId`` they belong to.
 ---@field name string
@@ -313,6 +347,7 @@ M.methods = {
   tool_list = "tool/list",
   mcp_server_list = "mcpServer/list",
   mcp_server_refresh = "mcpServer/refresh",
+  mcp_server_trust = "mcpServer/trust",
   daemon_health = "daemon/health",
   memory_list = "memory/list",
   memory_delete = "memory/delete",
@@ -330,6 +365,7 @@ M.methods = {
   session_usage = "session/usage",
   mcp_server_status_changed = "mcpServer/statusChanged",
   item_tool_request_approval = "item/tool/requestApproval",
+  mcp_server_request_trust = "mcpServer/requestTrust",
 }
 
 --- Which side sends each method, and whether it is a request.
@@ -343,6 +379,7 @@ M.directions = {
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/refresh"] = { direction = "client->daemon", kind = "request" },
+  ["mcpServer/trust"] = { direction = "client->daemon", kind = "request" },
   ["daemon/health"] = { direction = "client->daemon", kind = "request" },
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
@@ -360,6 +397,7 @@ M.directions = {
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
+  ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
 }
 
 --- JSON-RPC error codes by name, and their `data.kind`.
