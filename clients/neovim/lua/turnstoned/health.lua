@@ -104,6 +104,8 @@ local function check_mcp(servers)
       health.error(line, { 'Try :TurnstonedMcp to refresh it' })
     elseif s.status == 'connecting' then
       health.info(line)
+    elseif s.status == 'untrusted' then
+      health.warn(line, { "A project's .mcp.json: :TurnstonedMcp shows it and trusts it" })
     else
       health.warn(line, { 'See :TurnstonedMcp' })
     end

@@ -29,6 +29,7 @@ local function wire()
   highlights()
   require('turnstoned.session').wire()
   require('turnstoned.approval').wire()
+  require('turnstoned.trust').wire()
   local group = api.nvim_create_augroup('turnstoned', { clear = true })
   api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
   api.nvim_create_autocmd('BufWinEnter', {
@@ -138,7 +139,7 @@ function M.new_session()
   require('turnstoned.ui').show(require('turnstoned.session').new(), { focus = true })
 end
 
---- MCP servers and their state; refresh one or all.
+--- MCP servers and their state; refresh one or all, trust or revoke a project's config.
 function M.mcp()
   wire()
   require('turnstoned.pickers').mcp()

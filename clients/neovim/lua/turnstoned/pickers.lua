@@ -99,17 +99,37 @@ local function refresh(name)
 end
 
 ---@param server turnstoned.McpServerInfo
-local function server_actions(server)
+---@return {id: string, label: string}[]
+function M.server_actions(server)
+  local project = require('turnstoned.trust').project_file(server)
+  if server.status == 'untrusted' then
+    return project and { { id = 'trust', label = "Trust this project's .mcp.json (see it first)…" } } or {}
+  end
   local actions = { { id = 'refresh', label = 'Refresh (reconnect, rediscover its tools)' } }
-  vim.ui.select(actions, {
+  if project then
+    actions[#actions + 1] = { id = 'revoke', label = "Revoke trust in this project's .mcp.json (stops its servers)" }
+  end
+  return actions
+end
+
+---@param server turnstoned.McpServerInfo
+local function server_actions(server)
+  local trust = require('turnstoned.trust')
+  local project = trust.project_file(server)
+  vim.ui.select(M.server_actions(server), {
     prompt = M.server_label(server),
     kind = 'turnstoned.mcp',
     format_item = function(a)
       return a.label
     end,
   }, function(action)
-    if action and action.id == 'refresh' then
+    local id = action and action.id
+    if id == 'refresh' then
       refresh(server.name)
+    elseif id == 'trust' and project then
+      trust.trust_file(project)
+    elseif id == 'revoke' and project then
+      trust.revoke_file(project)
     end
   end)
 end

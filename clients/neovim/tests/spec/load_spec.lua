@@ -82,7 +82,7 @@ H.test(':help turnstoned and every command has a help tag', function()
     local found = {}
     for _, tag in ipairs({ 'turnstoned', ':Turnstoned', ':TurnstonedInterrupt', ':TurnstonedSessions',
         ':TurnstonedMcp', ':TurnstonedLog', 'turnstoned-config', 'turnstoned-approvals',
-        'turnstoned-review', 'turnstoned-health', 'turnstoned-api', 'turnstoned-transport',
+        'turnstoned-review', 'turnstoned-health', 'turnstoned-mcp-trust', 'turnstoned-api', 'turnstoned-transport',
         'turnstoned.setup()', 'turnstoned-install' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))
         and vim.fn.expand('%:t') == 'turnstoned.txt'
