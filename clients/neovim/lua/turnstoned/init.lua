@@ -30,6 +30,7 @@ local function wire()
   require('turnstoned.session').wire()
   require('turnstoned.approval').wire()
   require('turnstoned.trust').wire()
+  require('turnstoned.client').on_exit(require('turnstoned.questions').clear)
   local group = api.nvim_create_augroup('turnstoned', { clear = true })
   api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
   api.nvim_create_autocmd('BufWinEnter', {

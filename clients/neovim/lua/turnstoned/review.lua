@@ -3,6 +3,7 @@
 local client = require('turnstoned.client')
 local config = require('turnstoned.config')
 local P = require('turnstoned.protocol')
+local questions = require('turnstoned.questions')
 
 local api = vim.api
 local M = {}
@@ -109,17 +110,17 @@ function M.open(req, call_id, done)
       return done(nil)
     end
     local tab, bufs = open_tab(change)
-    req.tab = tab
+    questions.on_close(req, function()
+      M.close(tab)
+    end)
     keymaps(bufs, function(action)
       if action == 'deny' then
-        return require('turnstoned.approval').reason(req, function(reason)
+        return questions.reason(req, function(reason)
           M.close(tab)
-          req.tab = nil
           done('deny', reason)
         end)
       end
       M.close(tab)
-      req.tab = nil
       done(action == 'approve' and 'approve' or nil)
     end)
   end)

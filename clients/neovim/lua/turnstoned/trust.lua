@@ -3,6 +3,7 @@
 --- revokes on demand. Either way you see what would run before you answer.
 local client = require('turnstoned.client')
 local P = require('turnstoned.protocol')
+local questions = require('turnstoned.questions')
 
 local methods = P.methods
 local api = vim.api
@@ -49,10 +50,10 @@ function M.describe(params)
   return out
 end
 
---- Show `lines` in a window at the top while a question about them is open.
+--- Show `lines` in a window at the top while the question `q` is open.
+---@param q turnstoned.Question
 ---@param lines string[]
----@return fun() close
-local function preview(lines)
+local function preview(q, lines)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -63,42 +64,44 @@ local function preview(lines)
     height = math.min(#lines, math.floor(vim.o.lines / 2)),
   })
   vim.wo[win][0].winbar = ' turnstoned: what this project config would run'
-  return function()
+  questions.on_close(q, function()
     if api.nvim_win_is_valid(win) then
       api.nvim_win_close(win, true)
     end
-  end
+  end)
 end
 
+--- Ask about a project config, showing `lines` meanwhile; `respond(id)` gets the choice.
+---@param key string
 ---@param prompt string
 ---@param choices {id: string, label: string}[]
----@param lines string[] shown while the question is open
----@param on_choice fun(id?: string)
-local function ask(prompt, choices, lines, on_choice)
-  local close = preview(lines)
-  vim.ui.select(choices, {
-    prompt = prompt,
-    kind = 'turnstoned.mcp_trust',
-    format_item = function(c)
-      return c.label
+---@param lines string[]
+---@param fallback string the answer when dismissed
+---@param respond fun(result: table)
+local function ask(key, prompt, choices, lines, fallback, respond)
+  questions.push({
+    key = key,
+    respond = respond,
+    fallback = { decision = fallback },
+    ask = function(q)
+      preview(q, lines)
+      questions.select(q, prompt, choices, function(id)
+        questions.finish(q, { decision = id or fallback })
+      end)
     end,
-  }, function(choice)
-    close()
-    on_choice(choice and choice.id)
-  end)
+  })
 end
 
 --- The daemon asks whether a project's servers may run.
 ---@param params turnstoned.McpTrustRequestParams
 ---@param respond fun(result: table)
 function M.request(params, respond)
-  ask(('Start the MCP servers of %s?'):format(vim.fn.fnamemodify(params.configPath, ':~')), {
+  local where = vim.fn.fnamemodify(params.configPath, ':~')
+  ask('trust:' .. params.hash, ('Start the MCP servers of %s?'):format(where), {
     { id = 'trust', label = 'Trust this file (its servers start now)' },
     { id = 'deny', label = 'Deny (never ask about this version again)' },
     { id = 'dismiss', label = 'Not now (ask at the next session)' },
-  }, M.describe(params), function(id)
-    respond({ decision = id or 'dismiss' })
-  end)
+  }, M.describe(params), 'dismiss', respond)
 end
 
 --- The project config a server comes from, if any.
@@ -135,11 +138,11 @@ function M.trust_file(path)
   local text = file:read('*a')
   file:close()
   local lines = vim.list_extend({ path, '' }, vim.split(text, '\n', { plain = true }))
-  ask(('Trust %s and start its servers?'):format(vim.fn.fnamemodify(path, ':~')), {
+  ask('trust-file:' .. path, ('Trust %s and start its servers?'):format(vim.fn.fnamemodify(path, ':~')), {
     { id = 'trust', label = 'Trust this file as shown' },
     { id = 'cancel', label = 'Cancel' },
-  }, lines, function(id)
-    if id == 'trust' then
+  }, lines, 'cancel', function(answer)
+    if answer.decision == 'trust' then
       set_trust(path, true, vim.fn.sha256(text))
     end
   end)

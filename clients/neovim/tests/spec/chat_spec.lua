@@ -179,7 +179,7 @@ H.test('an approval withdrawn by an interrupt closes its open prompt', function(
   H.wait('the picker to close', function()
     return not api.nvim_win_is_valid(picker)
   end)
-  H.eq(require('turnstoned.approval').pending(), 0, 'pending prompts')
+  H.eq(require('turnstoned.questions').pending(), 0, 'pending prompts')
   H.ok(status_at(chat, line_of(chat, 'echo never')):find('cancelled', 1, true), 'the call is cancelled')
 end)
 
@@ -243,7 +243,7 @@ H.test('resume redraws the history after the daemon restarts', function()
 end)
 
 H.test('approvals of two sessions are asked one at a time; a queued one can be withdrawn', function()
-  local approval = require('turnstoned.approval')
+  local questions = require('turnstoned.questions')
   local open = {}
   vim.ui.select = function(items, opts, on_choice)
     open[#open + 1] = { items = items, prompt = opts.prompt, on_choice = on_choice }
@@ -260,20 +260,20 @@ H.test('approvals of two sessions are asked one at a time; a queued one can be w
   model.push({ tool_calls = { { 'call-b', 'bash', '{"command": "echo from-second"}' } } })
   turnstoned.ask('The second session asks')
   H.wait('the second question to wait its turn', function()
-    return approval.pending() == 2
+    return questions.pending() == 2
   end)
   H.eq(#open, 1, 'questions shown')
   turnstoned.interrupt()
   H.wait_turns(second, 1)
   H.wait('the queued question to be withdrawn', function()
-    return approval.pending() == 1
+    return questions.pending() == 1
   end)
   model.push({ text = 'The first one ran.' })
   open[1].on_choice(open[1].items[1])
   H.wait_turns(first, done_before + 1)
   H.ok(H.text(first.buf):find('from%-first'), 'the first call ran')
   H.eq(#open, 1, 'the withdrawn question was never shown')
-  H.eq(approval.pending(), 0, 'pending')
+  H.eq(questions.pending(), 0, 'pending')
 end)
 
 H.run()

@@ -52,6 +52,31 @@ H.test('opening a session in the project asks, showing what would run; Not now s
   H.eq(list.servers[1].status, 'untrusted', 'the server')
 end)
 
+H.test('a trust question and an approval arriving together are asked one at a time', function()
+  local showing, overlaps, prompts = false, 0, {}
+  vim.ui.select = function(items, opts, on_choice)
+    overlaps = overlaps + (showing and 1 or 0)
+    showing = true
+    prompts[#prompts + 1] = opts.prompt
+    local labels = vim.tbl_map(opts.format_item, items)
+    local pick = H.find(labels, labels[1]:find('^Trust') and 'Not now' or 'Approve')
+    -- The user takes a moment: a second picker opened meanwhile would overlap this one.
+    vim.defer_fn(function()
+      showing = false
+      on_choice(items[pick], pick)
+    end, 100)
+  end
+  turnstoned.new_session()
+  model.push({ tool_calls = { { 'call-t', 'bash', '{"command": "echo together"}' } } }, { text = 'Done.' })
+  turnstoned.ask('Run it')
+  H.wait_turns(session.current(), 1)
+  H.wait('both questions', function()
+    return #prompts == 2
+  end)
+  H.eq(overlaps, 0, 'questions open at the same time')
+  H.ok(H.text(session.current().buf):find('together', 1, true), 'the call ran')
+end)
+
 H.test(':TurnstonedMcp shows the file, trusts it, and the server starts', function()
   local seen, previews = answer({ 'everything', "Trust this project's", 'Trust this file as shown' })
   local notes = {}
