@@ -213,12 +213,14 @@ function M.foldtext()
   local buf = api.nvim_get_current_buf()
   local header = api.nvim_buf_get_lines(buf, vim.v.foldstart - 1, vim.v.foldstart, false)[1] or ''
   local count = vim.v.foldend - vim.v.foldstart
+  local size = count == 1 and '1 line' or ('%d lines'):format(count)
   for _, b in ipairs(blocks[buf] or {}) do
-    if (M.pos(buf, b.start)) == vim.v.foldstart - 1 and b.label then
-      return ('%s  %s · %d lines'):format(header, b.label(), count)
+    local label = b.label and (M.pos(buf, b.start)) == vim.v.foldstart - 1 and b.label() or ''
+    if label ~= '' then
+      return ('%s  %s · %s'):format(header, label, size)
     end
   end
-  return ('%s  · %d lines'):format(header, count)
+  return ('%s  · %s'):format(header, size)
 end
 
 return M
