@@ -81,10 +81,17 @@ function M.daemon_stderr(cmd0, limit)
     return {}
   end
   local out = {}
-  local needle = '"' .. cmd0 .. '"\t"stderr"'
+  local needle = '"' .. cmd0 .. '"\t"stderr"\t'
   for line in file:lines() do
-    if line:find(needle, 1, true) then
-      out[#out + 1] = line
+    local at = line:find(needle, 1, true)
+    if at then
+      -- The chunk is logged quoted, with its newline escaped.
+      local chunk = line:sub(at + #needle)
+      local quote = chunk:sub(1, 1)
+      if (quote == "'" or quote == '"') and chunk:sub(-1) == quote then
+        chunk = chunk:sub(2, -2)
+      end
+      out[#out + 1] = (chunk:gsub('\\n$', ''))
       if #out > limit then
         table.remove(out, 1)
       end

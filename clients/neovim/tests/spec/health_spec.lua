@@ -76,6 +76,15 @@ H.test(':TurnstonedMcp lists the servers and refreshes the one picked', function
   H.ok(notes[1]:find('turnstoned: ', 1, true) and not notes[1]:find('failed', 1, true), notes[1])
 end)
 
+H.test(':TurnstonedLog shows the plugin log and the daemon stderr section', function()
+  vim.cmd('TurnstonedLog')
+  local text = H.text(api.nvim_get_current_buf())
+  H.ok(text:find('INFO  starting the daemon: ' .. H.daemon, 1, true), text)
+  H.ok(text:find('daemon ready: turnstoned', 1, true), text)
+  H.ok(text:find('# daemon stderr', 1, true), text)
+  vim.cmd.close()
+end)
+
 H.test(':checkhealth names a daemon command that is not installed', function()
   require('turnstoned').stop()
   local config = vim.g.turnstoned

@@ -122,6 +122,18 @@ H.test('every layout opens a chat window with a prompt under it, and q closes bo
   require('turnstoned').setup({})
 end)
 
+H.test("the daemon's stderr is read back from the LSP log", function()
+  local path = vim.lsp.log.get_filename()
+  vim.fn.mkdir(vim.fs.dirname(path), 'p')
+  vim.fn.writefile({
+    [=[[ERROR][2026-01-01 10:00:00] ...p/_transport.lua:36	"rpc"	"/opt/bin/turnstoned"	"stderr"	'10:00:00 WARNING x: "quoted" word\n']=],
+    [=[[ERROR][2026-01-01 10:00:01] ...p/_transport.lua:36	"rpc"	"/opt/bin/other"	"stderr"	"not ours\n"]=],
+    [=[[ERROR][2026-01-01 10:00:02] ...p/_transport.lua:36	"rpc"	"/opt/bin/turnstoned"	"stderr"	"second line\n"]=],
+  }, path, 'a')
+  H.eq(require('turnstoned.log').daemon_stderr('/opt/bin/turnstoned', 10),
+    { '10:00:00 WARNING x: "quoted" word', 'second line' }, 'stderr lines')
+end)
+
 H.test('the statusline component is empty before the first prompt', function()
   H.eq(require('turnstoned').status(), '', 'status()')
 end)
