@@ -55,6 +55,17 @@ class ToolsConfig(_Section):
     search_max_results: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
     output_guard: bool = True  # flag prompt injection and secrets in tool results
     redact_secrets: bool = True  # replace credentials before the model sees them
+    # Web tools. Private-network addresses are refused unless this is true (and each
+    # such fetch still asks); metadata and link-local addresses are refused always.
+    allow_private_network: bool = False
+    searxng_url: str = ""  # a SearxNG instance with JSON output enabled
+    searxng_engines: str = ""  # comma-separated engines to ask (default: the instance's)
+    # "" or "searxng": SearxNG when searxng_url is set; "mcp:<server>:<tool>": an MCP tool.
+    web_search_backend: Annotated[str, msgspec.Meta(pattern=r"^(|searxng|mcp:[^:]+:.+)$")] = ""
+    reranker_alias: str = ""  # a [models.<alias>] entry with supports_rerank = true
+    rerank_web_search: bool = True
+    rerank_bm25: bool = True  # memory, tool and skill candidates too
+    rerank_instruction: str = ""  # sent as "<Instruct>: ...\n<Query>: ..." when set
 
 
 class SessionConfig(_Section):
@@ -80,8 +91,19 @@ class MCPConfig(_Section):
         return self.project_config
 
 
+class ModelEntry(_Section):
+    """A named model endpoint under ``[models.<alias>]`` (e.g. a reranker)."""
+
+    base_url: str  # for a reranker: the full endpoint URL (.../rerank)
+    name: str = ""
+    api_key_env: str | None = None
+    supports_rerank: bool = False
+    max_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
+
+
 class Config(_Section):
     model: ModelConfig = msgspec.field(default_factory=ModelConfig)
+    models: dict[str, ModelEntry] = {}
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)

@@ -63,6 +63,11 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
     async def file_change_read(params: p.FileChangeReadParams) -> p.FileChangeReadResult:
         return await get_engine().read_file_change(params.session_id, params.call_id)
 
+    async def preview_read(params: p.PreviewReadParams) -> p.PreviewReadResult:
+        from turnstoned.core import weblink
+
+        return await weblink.read_preview(get_engine(), params)
+
     return {
         "session/start": session_start,
         "session/list": session_list,
@@ -76,6 +81,7 @@ def build(get_engine: Callable[[], Engine]) -> dict[str, Handler]:
         "mcpServer/trust": mcp_trust,
         "daemon/health": health,
         "fileChange/read": file_change_read,
+        "preview/read": preview_read,
         **_knowledge_handlers(get_engine),
     }
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 PROTOCOL_VERSION = 1
 # Additions within version 1 (new fields with defaults, new methods); clients may
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
-# decisions, session/usage and trust for project MCP configs.
-PROTOCOL_REVISION = "1.1"
+# decisions, session/usage and trust for project MCP configs; "1.2" adds previews
+# (preview/open, preview/read).
+PROTOCOL_REVISION = "1.2"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -43,6 +44,7 @@ class ErrorCode(enum.IntEnum):
     MCP_SERVER_NOT_FOUND = -32013
     CONFIG_ERROR = -32014
     FILE_CHANGE_NOT_PENDING = -32020
+    PREVIEW_NOT_FOUND = -32021
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -58,6 +60,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
     ErrorCode.CONFIG_ERROR: "configError",
     ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+    ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
 }
 
 TurnErrorKind = Literal[
@@ -370,6 +373,28 @@ class FileChangeReadResult(Wire, kw_only=True):
     path: str
     old_text: str
     new_text: str
+PreviewKind = Literal["web", "pdf", "image", "table", "text", "markdown"]
+
+
+class PreviewReadParams(Wire, kw_only=True):
+    """Read a preview's bytes: all of them, or ``length`` bytes from ``offset``."""
+
+    session_id: str
+    preview_id: str
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    length: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class PreviewReadResult(Wire, kw_only=True):
+    preview_id: str
+    kind: PreviewKind
+    title: str
+    source: str
+    content_type: str
+    size: int  # of the whole preview, in bytes
+    offset: int = 0
+    data: str  # base64 of the bytes read
+    eof: bool  # the bytes read reach the end
 
 
 # ---------------------------------------------------------------- notifications
@@ -444,6 +469,20 @@ class SessionNotice(Wire, kw_only=True):
     kind: str
     text: str
     data: dict[str, Any] = {}
+
+
+class PreviewOpen(Wire, kw_only=True):
+    """The model opened a preview: show it beside the conversation (bytes via preview/read)."""
+
+    session_id: str
+    call_id: str
+    preview_id: str  # content address: sha256 of the bytes
+    kind: PreviewKind
+    title: str
+    source: str  # the URL it came from (after redirects), or the file path
+    content_type: str
+    size: int
+    csp: str = ""  # the Content-Security-Policy to render it under ("" for a PDF viewer)
 
 
 # ---------------------------------------------------------------- daemon -> client requests
@@ -560,6 +599,8 @@ METHODS: tuple[Method, ...] = (
          "Skills a session (or, without one, the user) can load, and which one is active."),
     _req("fileChange/read", FileChangeReadParams, FileChangeReadResult,
          "The whole proposed content of a file change awaiting approval (for a diff view)."),
+    _req("preview/read", PreviewReadParams, PreviewReadResult,
+         "Read the content of a preview the daemon announced with preview/open."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),
@@ -570,6 +611,8 @@ METHODS: tuple[Method, ...] = (
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
+    _note("preview/open", PreviewOpen,
+          "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerInfo,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,

@@ -16,7 +16,7 @@ from pathlib import Path
 from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
-from turnstoned.core import mcplink
+from turnstoned.core import mcplink, weblink
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
@@ -46,11 +46,13 @@ class Engine:
         self.mcp.add_status_listener(
             lambda status: sink.notify("mcpServer/statusChanged", mcplink.server_info(status)))
         self.projects = mcplink.make_projects(config, store, self.mcp, sink)
+        weblink.attach(self, config)
         self._closed = False
 
     def start(self) -> None:
         """Begin background work (MCP connections); call on the running event loop."""
         asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
+        weblink.sweep_previews(self)
 
     def _mcp_section(self, env: SessionEnv) -> str:
         from turnstoned.mcp.catalog import catalog_text
@@ -167,6 +169,7 @@ class Engine:
         await _shells.close_all(session.env)
         self.store.update_session(session_id, closed=True)
         self.sessions.pop(session_id, None)
+        weblink.remove_previews(self, session_id)
 
     # ----------------------------------------------------------- turns
 
@@ -283,6 +286,7 @@ class Engine:
         self._closed = True
         await self.projects.close()
         await self.mcp.close()
+        await weblink.close(self)
         for session in list(self.sessions.values()):
             try:
                 await self.close_session_runtime(session)

@@ -88,11 +88,18 @@ class ToolSearchHandle:
         return PreparedCall(header=f"⚙ tool_search: {query[:200]}", data=query.strip())
 
     async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        from turnstoned.net.rerank import POOL, reorder
         from turnstoned.search import BM25Index
 
         index = BM25Index.from_fields(
             [(t.name, t.tool, t.server, t.description) for t in self.deferred], weights=[3, 3, 1, 1])
-        hits = [self.deferred[i] for i in index.search(call.data, k=self.max_results)]
+        web = ctx.env.services.web
+        reranker = web.bm25_reranker() if web is not None else None
+        ranked = [self.deferred[i] for i in index.search(
+            call.data, k=POOL if reranker is not None else self.max_results)]
+        hits = (await reorder(reranker, call.data, ranked,
+                              lambda t: f"{t.name}\n{t.description}", "tool search"))
+        hits = hits[:self.max_results]
         if not hits:
             return ToolOutput(f"No deferred tools match {call.data!r}. Try other words.",
                               summary="no matches")
@@ -114,6 +121,9 @@ def _builtin(kind: str, env: SessionEnv, manager: Any) -> tuple[list[dict[str, A
         hidden.add("read_resource")
     if manager is None or not manager.prompts():
         hidden.add("use_prompt")
+    # A tool may say it cannot work in this session right now (web_search without a backend).
+    hidden |= {name for name, spec in specs.items()
+               if not getattr(spec.module, "available", lambda env: True)(env)}
     schemas = [s for s in registry.tools_for(kind, str(env.cwd), ws)
                if s["function"]["name"] not in hidden]
     handles: dict[str, ToolHandle] = {

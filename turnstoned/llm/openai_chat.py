@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -257,3 +258,17 @@ async def stream_reply(
     reply.reasoning = "".join(reasoning)
     reply.tool_calls = calls.result()
     return reply
+
+
+async def complete(model: ModelSettings, messages: list[dict[str, Any]]) -> str:
+    """A side call without tools (e.g. reading a fetched page): the reply's text.
+
+    The reply may use at most a quarter of the context window (or the model's
+    own ``max_tokens``, if smaller); its reasoning is not returned.
+    """
+    cap = max(256, model.context_window // 4)
+    if model.max_tokens:
+        cap = min(cap, model.max_tokens)
+    reply = await stream_reply(replace(model, max_tokens=cap), messages, [],
+                               lambda text: None, lambda thought: None)
+    return reply.content

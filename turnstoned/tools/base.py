@@ -16,12 +16,16 @@ Modules whose name starts with ``_`` are helpers, not tools.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from turnstoned.protocol import FileChangeKind
+
+if TYPE_CHECKING:
+    from turnstoned.net.services import WebServices
+    from turnstoned.store.previews import PreviewRecord, PreviewStore
 
 EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
 
@@ -127,6 +131,13 @@ class Services:
     # Extra system-message sections (MCP catalogs, the active skill, ...): each
     # callable returns text for a session, or "" to add nothing.
     prompt_sections: list[Callable[[SessionEnv], str]] = field(default_factory=list)
+    web: WebServices | None = None  # the guarded fetcher, search endpoints, reranker
+    previews: PreviewStore | None = None
+    # A side call to a session's model without tools: (session_id, messages) -> the reply
+    # text; raises turnstoned.llm.ModelError.
+    ask_model: Callable[[str, list[dict[str, Any]]], Awaitable[str]] | None = None
+    # Tell the editor that a preview is ready: (session_id, call_id, record).
+    preview_opened: Callable[[str, str, PreviewRecord], None] = lambda sid, call, record: None
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from turnstoned.net.rerank import reorder
 from turnstoned.search import BM25Index, tokenize
 from turnstoned.store.memory import TYPES, Memory, MemoryStore, ScopeError, ScopeRef, Scopes
 from turnstoned.tools._memory_names import (
@@ -173,7 +174,10 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
         return _get(memories, plan)
     if plan.action == "delete":
         return _delete(memories, plan)
-    return _search(memories, plan)
+    found = memories.all_in(plan.refs, plan.type)
+    if plan.query:
+        found = await _reranked(rank(found, plan.query), plan.query, ctx)
+    return _search(found, plan)
 
 
 def _save(memories: MemoryStore, plan: Plan) -> ToolOutput:
@@ -239,10 +243,14 @@ def rank(found: list[Memory], query: str) -> list[Memory]:
     return [found[i] for i in (*ranked, *rest)]
 
 
-def _search(memories: MemoryStore, plan: Plan) -> ToolOutput:
-    found = memories.all_in(plan.refs, plan.type)
-    if plan.query:
-        found = rank(found, plan.query)
+async def _reranked(found: list[Memory], query: str, ctx: ToolContext) -> list[Memory]:
+    """The best BM25 candidates in the reranker's order, when ``rerank_bm25`` is on."""
+    web = ctx.env.services.web
+    return await reorder(web.bm25_reranker() if web is not None else None, query, found,
+                         lambda m: f"{m.name}\n{m.description}\n{m.content}", "memories")
+
+
+def _search(found: list[Memory], plan: Plan) -> ToolOutput:
     total = len(found)
     shown = found[:plan.limit]
     if not shown:

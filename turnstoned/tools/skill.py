@@ -13,8 +13,10 @@ from typing import Any
 import msgspec
 
 from turnstoned import skills
+from turnstoned.net.rerank import POOL, reorder
 from turnstoned.skills import HIGH_RISKS, Skill
 from turnstoned.skills.active import MAX_CONTENT
+from turnstoned.skills.catalog import SEARCH_LIMIT
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 ACTIONS = ("load", "search")
@@ -32,8 +34,9 @@ class Args(msgspec.Struct, kw_only=True):
 @dataclass(frozen=True, slots=True)
 class Search:
     query: str
-    results: tuple[Skill, ...]
+    results: tuple[Skill, ...]  # BM25 order; more than ``limit`` when a reranker will reorder
     total: int
+    limit: int = SEARCH_LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,9 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     catalog = skills.catalog_for(ctx.env)
     if action == "search":
         query = _str(args.query) or _str(args.name)
-        found = catalog.search(query)
+        web = ctx.env.services.web
+        reranking = bool(query) and web is not None and web.bm25_reranker() is not None
+        found = catalog.search(query, POOL if reranking else SEARCH_LIMIT)
         header = f"⚙ skill search '{query}'" if query else "⚙ skill search (all)"
         return PreparedCall(header=header, data=Search(query, tuple(found), len(catalog.skills)))
     name = _str(args.name)
@@ -114,7 +119,7 @@ def _preview(skill: Skill) -> str:
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     """List the search results, or activate the skill."""
     if isinstance(call.data, Search):
-        return _render_search(call.data)
+        return _render_search(await _reranked(call.data, ctx))
     load: Load = call.data
     skill = load.skill
     if load.already_active:
@@ -149,6 +154,15 @@ async def _fetch_prompt(skill: Skill, ctx: ToolContext) -> str | ToolOutput:
         return ToolOutput(f"Error: could not fetch MCP prompt '{skill.name}': {text or 'empty'}",
                           is_error=True)
     return text
+
+
+async def _reranked(search: Search, ctx: ToolContext) -> Search:
+    """The BM25 candidates in the reranker's order (when ``rerank_bm25`` is on), cut to size."""
+    web = ctx.env.services.web
+    reranker = web.bm25_reranker() if web is not None and search.query else None
+    ordered = await reorder(reranker, search.query, search.results,
+                            lambda s: f"{s.name}\n{s.description}", "skill search")
+    return Search(search.query, tuple(ordered[:search.limit]), search.total, search.limit)
 
 
 def _render_search(search: Search) -> ToolOutput:

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.1";
+export const PROTOCOL_REVISION = "1.2";
 
 export interface AgentMessageItem {
   type: "agentMessage";
@@ -255,6 +255,43 @@ export interface NoticeItem {
   text: string;
 }
 
+/**
+ * The model opened a preview: show it beside the conversation (bytes via preview/read).
+ */
+export interface PreviewOpen {
+  sessionId: string;
+  callId: string;
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  csp?: string;
+}
+
+/**
+ * Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+ */
+export interface PreviewReadParams {
+  sessionId: string;
+  previewId: string;
+  offset?: number;
+  length?: number | null;
+}
+
+export interface PreviewReadResult {
+  previewId: string;
+  kind: "image" | "markdown" | "pdf" | "table" | "text" | "web";
+  title: string;
+  source: string;
+  contentType: string;
+  size: number;
+  offset?: number;
+  data: string;
+  eof: boolean;
+}
+
 export interface ReasoningItem {
   type: "reasoning";
   id: string;
@@ -438,6 +475,7 @@ export type MemoryScope = "coordinator" | "global" | "project" | "user" | "works
 export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
+export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
 
 /** Every method name of the protocol. */
 export const Method = {
@@ -456,6 +494,7 @@ export const Method = {
   memoryDelete: "memory/delete",
   skillList: "skill/list",
   fileChangeRead: "fileChange/read",
+  previewRead: "preview/read",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -466,6 +505,7 @@ export const Method = {
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
+  previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   itemToolRequestApproval: "item/tool/requestApproval",
   mcpServerRequestTrust: "mcpServer/requestTrust",
@@ -489,6 +529,7 @@ export interface ClientRequests {
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };
   "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
+  "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
 }
 
 /** Notifications the daemon sends. */
@@ -503,6 +544,7 @@ export interface DaemonNotifications {
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
+  "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerInfo;
 }
 
@@ -530,6 +572,7 @@ export const ErrorCode = {
   MCP_SERVER_NOT_FOUND: -32013,
   CONFIG_ERROR: -32014,
   FILE_CHANGE_NOT_PENDING: -32020,
+  PREVIEW_NOT_FOUND: -32021,
 } as const;
 
 export const ErrorKind = {
@@ -545,4 +588,5 @@ export const ErrorKind = {
   MCP_SERVER_NOT_FOUND: "mcpServerNotFound",
   CONFIG_ERROR: "configError",
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
+  PREVIEW_NOT_FOUND: "previewNotFound",
 } as const;

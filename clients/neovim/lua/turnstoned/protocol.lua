@@ -179,6 +179,34 @@
 ---@field kind string
 ---@field text string
 
+---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
+---@field sessionId string
+---@field callId string
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field csp? string
+
+---@class turnstoned.PreviewReadParams Read a preview's bytes: all of them, or ``length`` bytes from ``offset``.
+---@field sessionId string
+---@field previewId string
+---@field offset? integer
+---@field length? integer|nil
+
+---@class turnstoned.PreviewReadResult
+---@field previewId string
+---@field kind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@field title string
+---@field source string
+---@field contentType string
+---@field size integer
+---@field offset? integer
+---@field data string
+---@field eof boolean
+
 ---@class turnstoned.ReasoningItem
 ---@field type 'reasoning'
 ---@field id string
@@ -330,11 +358,12 @@
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
+---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
 
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.1"
+M.PROTOCOL_REVISION = "1.2"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -353,6 +382,7 @@ M.methods = {
   memory_delete = "memory/delete",
   skill_list = "skill/list",
   file_change_read = "fileChange/read",
+  preview_read = "preview/read",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -363,6 +393,7 @@ M.methods = {
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   session_usage = "session/usage",
+  preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   item_tool_request_approval = "item/tool/requestApproval",
   mcp_server_request_trust = "mcpServer/requestTrust",
@@ -385,6 +416,7 @@ M.directions = {
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
   ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
+  ["preview/read"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -395,6 +427,7 @@ M.directions = {
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
+  ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
   ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
@@ -414,6 +447,7 @@ M.error_codes = {
   MCP_SERVER_NOT_FOUND = -32013,
   CONFIG_ERROR = -32014,
   FILE_CHANGE_NOT_PENDING = -32020,
+  PREVIEW_NOT_FOUND = -32021,
 }
 
 M.error_kinds = {
@@ -429,6 +463,7 @@ M.error_kinds = {
   MCP_SERVER_NOT_FOUND = "mcpServerNotFound",
   CONFIG_ERROR = "configError",
   FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
+  PREVIEW_NOT_FOUND = "previewNotFound",
 }
 
 return M
