@@ -27,6 +27,7 @@ local api = vim.api
 ---@field context? {tokens: integer, window: integer}
 ---@field working_mark? integer
 ---@field turns_completed? integer
+---@field previews? turnstoned.PreviewOpen[]  what the model opened with open_preview
 local Chat = {}
 Chat.__index = Chat
 

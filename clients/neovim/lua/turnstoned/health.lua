@@ -61,8 +61,8 @@ local function check_start()
     health.ok(('protocol version %s, revision %s (the plugin is built for %s)'):format(ours,
       info.protocol_revision, P.PROTOCOL_REVISION))
     if not client.has_revision(P.PROTOCOL_REVISION) then
-      health.warn('the daemon is older than the plugin: diff review, per-call decisions or '
-        .. 'context usage may be missing', { 'Update turnstoned' })
+      health.warn('the daemon is older than the plugin: what later revisions added (diff review, '
+        .. 'per-call decisions, context usage, previews) may be missing', { 'Update turnstoned' })
     end
   elseif info.protocol_version == nil then
     health.error('the daemon does not announce a turnstoned protocol version')

@@ -146,6 +146,12 @@ function M.mcp()
   require('turnstoned.pickers').mcp()
 end
 
+--- Show a preview the model opened in the current chat (pick one when there are several).
+function M.preview()
+  wire()
+  require('turnstoned.preview').pick()
+end
+
 --- Show the plugin's log and the daemon's stderr.
 function M.log()
   local log = require('turnstoned.log')

@@ -129,6 +129,9 @@ local handlers = {
   [methods.session_notice] = function(chat, p)
     chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
   end,
+  [methods.preview_open] = function(chat, p)
+    require('turnstoned.preview').opened(chat, p)
+  end,
   [methods.session_usage] = function(chat, p)
     chat.context = { tokens = p.contextTokens, window = p.contextWindow }
     refresh()

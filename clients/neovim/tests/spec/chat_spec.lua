@@ -205,6 +205,55 @@ H.test('a failed turn says why in the transcript; the statusline component follo
   H.ok(turnstoned.status():find('^turnstoned idle · ctx %d+%% of 32.8k'), 'status(): ' .. turnstoned.status())
 end)
 
+H.test('a preview the model opens is named in the chat and :TurnstonedPreview shows it', function()
+  local chat = session.current()
+  vim.fn.writefile({ '# Release notes', '', '- faster start' }, H.workspace .. '/NOTES.md')
+  H.stub_select(function(_, labels)
+    return H.find(labels, 'Approve')
+  end)
+  model.push({ tool_calls = { { 'call-pv', 'open_preview', '{"target": "NOTES.md", "kind": "markdown"}' } } },
+    { text = 'Opened the notes.' })
+  turnstoned.ask('Show me the notes')
+  H.wait_turns(chat, 11)
+  H.ok(H.text(chat.buf):find('📄 preview (markdown): NOTES.md', 1, true), 'the note:\n' .. H.text(chat.buf))
+  local before = api.nvim_get_current_win()
+  vim.cmd('TurnstonedPreview')
+  H.wait('the preview buffer', function()
+    return api.nvim_get_current_win() ~= before
+  end)
+  H.eq(H.text(0), '# Release notes\n\n- faster start', 'the preview')
+  H.eq(vim.bo.filetype, 'markdown', 'its filetype')
+  H.eq(vim.bo.modifiable, false, 'read-only')
+  vim.cmd.close()
+end)
+
+H.test('an image preview is written to a file for the system opener', function()
+  local chat = session.current()
+  local png = vim.base64.decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/p+FUrwAAAABJRU5ErkJggg==')
+  local file = assert(io.open(H.workspace .. '/dot.png', 'wb'))
+  file:write(png)
+  file:close()
+  H.stub_select(function(_, labels)
+    return H.find(labels, labels[1]:find('^Approve') and 'Approve' or 'dot.png')
+  end)
+  model.push({ tool_calls = { { 'call-img', 'open_preview', '{"target": "dot.png"}' } } }, { text = 'There.' })
+  turnstoned.ask('Show the image')
+  H.wait_turns(chat, 12)
+  local opened
+  vim.ui.open = function(path)
+    opened = path
+    return nil, nil
+  end
+  vim.cmd('TurnstonedPreview') -- two previews now: the picker offers the newest first
+  H.wait('the system opener', function()
+    return opened ~= nil
+  end)
+  H.ok(opened:match('%.png$'), 'a .png file: ' .. opened)
+  local written = assert(io.open(opened, 'rb'))
+  H.eq(written:read('*a') == png, true, 'the bytes')
+  written:close()
+end)
+
 H.test('the screen shows folded tool blocks, statuses and usage (artifact)', function()
   local win = assert(require('turnstoned.ui').chat_win())
   local screen = H.screen(win)

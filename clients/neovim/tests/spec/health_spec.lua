@@ -18,7 +18,8 @@ H.test(':checkhealth turnstoned reports OK with a working daemon and model', fun
   local report = checkhealth()
   for _, want in ipairs({
     'OK Neovim 0.', 'OK configuration is valid', 'OK daemon command: ' .. H.daemon,
-    'OK daemon started: turnstoned', 'OK protocol version 1, revision 1.1',
+    'OK daemon started: turnstoned',
+    'OK protocol version 1, revision ' .. require('turnstoned.protocol').PROTOCOL_REVISION,
     'OK model configured: scripted', 'no MCP servers configured',
   }) do
     H.ok(report:find(want, 1, true), ('%q in the report:\n%s'):format(want, report))

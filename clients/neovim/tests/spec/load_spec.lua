@@ -39,7 +39,7 @@ H.test('the plugin loads without setup() and defines its commands, nothing more'
     end
     local commands = {}
     for _, c in ipairs({ 'Turnstoned', 'TurnstonedInterrupt', 'TurnstonedSessions',
-                         'TurnstonedMcp', 'TurnstonedLog' }) do
+                         'TurnstonedMcp', 'TurnstonedLog', 'TurnstonedPreview' }) do
       commands[c] = vim.fn.exists(':' .. c) == 2
     end
     io.stdout:write('RESULT' .. vim.json.encode({
@@ -81,7 +81,7 @@ H.test(':help turnstoned and every command has a help tag', function()
     local ok, err = pcall(vim.cmd, 'helptags ALL')
     local found = {}
     for _, tag in ipairs({ 'turnstoned', ':Turnstoned', ':TurnstonedInterrupt', ':TurnstonedSessions',
-        ':TurnstonedMcp', ':TurnstonedLog', 'turnstoned-config', 'turnstoned-approvals',
+        ':TurnstonedMcp', ':TurnstonedLog', ':TurnstonedPreview', 'turnstoned-preview', 'turnstoned-config', 'turnstoned-approvals',
         'turnstoned-review', 'turnstoned-health', 'turnstoned-mcp-trust', 'turnstoned-api', 'turnstoned-transport',
         'turnstoned.setup()', 'turnstoned-install' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))
