@@ -3,13 +3,16 @@
 Used for bash (foreground and background), search, the bash_output filter
 helper and MCP stdio servers. A variable survives when it is passed through
 explicitly, is on the safe list, or does not look like a secret. Secrets are
-recognised by exact name or by a trailing ``_KEY``/``_SECRET``/... segment;
-suffix matching (not substring) keeps names such as ``MONKEYTYPE`` and
-``KEYBOARD_LAYOUT``.
+recognised by exact name, by a trailing ``_KEY``/``_SECRET``/``_PAT``/...
+segment (suffix matching, not substring, keeps names such as ``MONKEYTYPE``
+and ``KEYBOARD_LAYOUT``), or by a value that carries a password: a URL with
+``user:password@`` (``REDIS_URL``, ``MONGODB_URI``, ``DATABASE_URL``, any
+name) or a ``password=`` connection string.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 SAFE_NAMES: frozenset[str] = frozenset(
@@ -31,11 +34,18 @@ SECRET_NAMES: frozenset[str] = frozenset(
         "AZURE_CLIENT_SECRET", "GCP_SERVICE_ACCOUNT_KEY",
         "GOOGLE_APPLICATION_CREDENTIALS", "DATABASE_URL", "TURNSTONE_DB_URL",
         "RIPGREP_CONFIG_PATH", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+        "PASSWORD", "PASSWD", "PGPASSWORD", "MYSQL_PWD", "AWS_ACCESS_KEY_ID",
+        "NPM_CONFIG__AUTH", "NPM_CONFIG__AUTHTOKEN", "DOCKER_AUTH_CONFIG",
     }
 )  # fmt: skip
 SECRET_SUFFIXES: tuple[str, ...] = (
-    "_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_CREDENTIAL", "_CREDENTIALS",
+    "_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_PASSWD", "_PASS", "_PWD", "_PASSPHRASE",
+    "_CREDENTIAL", "_CREDENTIALS", "_PAT", "_DSN", "_APIKEY",
 )  # fmt: skip
+# scheme://user:password@host (the user may be empty, as in redis://:pw@host).
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+# libpq / ODBC style: "host=db user=app password=..." or "Pwd=...;".
+_CONNINFO_PASSWORD = re.compile(r"(?:^|[\s;])(?:password|pwd)\s*=\s*[^\s;]", re.IGNORECASE)
 
 
 def is_safe_name(name: str) -> bool:
@@ -47,6 +57,18 @@ def is_secret_name(name: str) -> bool:
     """True for names that are known secrets or end with a secret-looking segment."""
     upper = name.upper()
     return upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+
+
+def carries_password(value: str) -> bool:
+    """True for a URL with a password in it, or a connection string with ``password=``."""
+    return bool(_URL_PASSWORD.search(value) or _CONNINFO_PASSWORD.search(value))
+
+
+def is_secret(name: str, value: str) -> bool:
+    """True when the variable ``name=value`` must not reach a child process."""
+    if is_safe_name(name):
+        return False
+    return is_secret_name(name) or carries_password(value)
 
 
 def scrub_env(
@@ -64,7 +86,7 @@ def scrub_env(
     result = {
         name: value
         for name, value in environ.items()
-        if name in keep or is_safe_name(name) or not is_secret_name(name)
+        if name in keep or not is_secret(name, value)
     }
     if extra:
         result.update(extra)

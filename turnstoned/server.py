@@ -151,6 +151,10 @@ def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
+    from turnstoned import hardening, watchdog
+
+    hardening.harden()  # before any thread or child exists
+    watchdog.start()  # children end with the daemon, even after kill -9
     out = _claim_stdout()
     server = create(overrides)
     try:

@@ -313,18 +313,13 @@ async def test_unterminated_last_line_is_kept(tmp_path: Path) -> None:
     assert "".join(chunks) == "one\ntwo"
 
 
-async def test_temp_script_is_removed(tmp_path: Path) -> None:
+async def test_the_script_exists_on_no_filesystem(tmp_path: Path) -> None:
     ctx, _ = make_ctx(tmp_path)
-    out = await run(ctx, 'echo "$0"')
-    script = Path(out.text())
-    assert script.name.startswith("turnstoned-bash-")
-    assert not script.exists()
-
-
-async def test_temp_script_removed_after_timeout(tmp_path: Path) -> None:
-    ctx, _ = make_ctx(tmp_path)
-    await run(ctx, 'echo "$0" > script.path; sleep 300', timeout=1)
-    assert not Path((tmp_path / "script.path").read_text().strip()).exists()
+    out = await run(ctx, 'echo "$0"; readlink /proc/$$/fd/255; ls /proc/self/fd')
+    name, target, *inherited = out.text().splitlines()
+    assert name.startswith("/dev/fd/")
+    assert target.startswith("/memfd:turnstoned-bash")
+    assert sorted(inherited) == ["0", "1", "2", "3"]  # the command does not inherit the script
 
 
 async def test_spawn_failure_is_reported(tmp_path: Path) -> None:

@@ -106,3 +106,18 @@ async def test_url_targets_ask_and_are_read_by_their_bytes(ctx: ToolContext) -> 
     assert latin.text().startswith("Preview shown to the user: Café (web, ")
     huge = await show(ctx, target="http://files.test/huge")
     assert "web content too large to preview" in huge.text()
+
+
+async def test_files_outside_the_workspace_ask_and_credential_stores_are_refused(
+        ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n")
+    monkeypatch.setenv("HOME", str(home))
+    (ctx.env.cwd / "key").symlink_to(home / ".ssh" / "id_ed25519")
+    out = await show(ctx, target="key")
+    assert out.is_error and "credential store" in out.text() and opened(ctx) == []
+    (tmp_path / "elsewhere.md").write_text("# elsewhere\n")
+    call = prepare(open_preview, ctx, target=str(tmp_path / "elsewhere.md"))
+    assert call.needs_approval and call.approval_label == "read_outside_workspace"
+    assert "outside the workspace" in call.header

@@ -106,7 +106,7 @@ async def test_writing_through_a_symlink_replaces_the_target(tmp_path: Path) -> 
     (tmp_path / "real.txt").write_text("old\n")
     (tmp_path / "link.txt").symlink_to("real.txt")
     call, _ = await run(tool_ctx(tmp_path), path="link.txt", content="new\n")
-    assert f"Symlink: link.txt → {tmp_path / 'real.txt'}" in call.preview
+    assert f"link.txt → {tmp_path / 'real.txt'}" in call.header
     assert (tmp_path / "link.txt").is_symlink()
     assert (tmp_path / "real.txt").read_text() == "new\n"
 

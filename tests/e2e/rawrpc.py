@@ -18,9 +18,11 @@ DEFER = object()  # returned by ``on_request``: the test answers that request it
 class RawDaemon:
     """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
 
-    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, env: dict[str, str], cwd: str | None = None, args: tuple[str, ...] = (),
+                 prefix: tuple[str, ...] = ()) -> None:
+        """``prefix`` runs the daemon through a wrapper that execs it (e.g. setpriv)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [*prefix, sys.executable, "-m", "turnstoned", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=cwd)
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []

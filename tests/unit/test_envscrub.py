@@ -96,3 +96,50 @@ def test_input_is_not_modified() -> None:
     env = {"OPENAI_API_KEY": "k", "PATH": "/bin"}
     scrub_env(env)
     assert env == {"OPENAI_API_KEY": "k", "PATH": "/bin"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["PGPASSWORD", "MYSQL_PWD", "PASSWORD", "GITHUB_PAT", "AZURE_DEVOPS_PAT",
+     "AWS_ACCESS_KEY_ID", "SENTRY_DSN", "SMTP_PASS", "DB_PASSWD", "GPG_PASSPHRASE",
+     "NPM_CONFIG__AUTH", "MAPS_APIKEY"],
+)  # fmt: skip
+def test_credential_carrying_names_are_dropped(name: str) -> None:
+    assert scrub_env({name: "v", "PATH": "/bin"}) == {"PATH": "/bin"}
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("REDIS_URL", "redis://:s3cret@cache:6379/0"),
+        ("MONGODB_URI", "mongodb+srv://app:pw123@cluster0.example.net/db"),
+        ("DATABASE_URL", "postgres://app:pw@db/app"),
+        ("UPSTREAM", "https://user:hunter2@example.com/repo.git"),
+        ("PG_CONN", "host=db user=app password=hunter2 dbname=app"),
+        ("MSSQL", "Server=db;Database=app;User Id=sa;Pwd=Hunter2;"),
+    ],
+)
+def test_values_with_a_password_are_dropped_whatever_the_name(name: str, value: str) -> None:
+    assert scrub_env({name: value}) == {}
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("REDIS_URL", "redis://cache:6379/0"),
+        ("MONGODB_URI", "mongodb://db.example.net:27017"),
+        ("HTTP_PROXY", "http://proxy.local:3128"),
+        ("GIT_ASKPASS", "/usr/lib/git-core/git-gui--askpass"),
+        ("OLDPWD", "/home/me"),
+        ("NO_BYPASS", "1"),
+        ("CLASSPATH", "/opt/lib"),
+        ("DOCS_URL", "https://docs.example.com/a:b@c"),
+    ],
+)
+def test_values_without_a_password_are_kept(name: str, value: str) -> None:
+    assert scrub_env({name: value}) == {name: value}
+
+
+def test_passthrough_keeps_a_url_with_a_password() -> None:
+    env = {"DATABASE_URL": "postgres://app:pw@db/app"}
+    assert scrub_env(env, passthrough=["DATABASE_URL"]) == env

@@ -245,6 +245,9 @@ def _json_secret(m: re.Match[str]) -> bool:
 _CL = "credential_leak"
 _API, _SECRET_TAG = "[REDACTED:api_key]", "[REDACTED:secret]"
 _ASSIGN = r"[\"']?[ \t]*[=:][ \t]*[\"']?"
+# What precedes a line's own text in numbered output: read_file's and `cat -n`'s
+# "   12<TAB>", or search's and `grep -n`'s "path:12:" ("path-12-" for context lines).
+_LINE_PREFIX = r"(?P<p>[ \t]*\d{1,9}\t|[^\r\n:]{1,1024}:\d{1,9}[:-])"
 # Order matters: whole-structure shapes first, so a key inside an .env line or a
 # JSON value is reported once, under the structure that holds it.
 _SECRETS: tuple[_Rule, ...] = (
@@ -252,12 +255,15 @@ _SECRETS: tuple[_Rule, ...] = (
             (("://",), r"://[^\s:/@]{0,128}:(?P<v>[^\s@/]{1,256})@"),
             accept=_connection_string, tag="[REDACTED:password]"),
     *_rules(_CL, "env_file_leak", "high", "env-style line with a secret-named key",
-            # Also as a diff line (+/-) or a YAML list item.
-            (("=",), (r"^[+-]?[ \t]*(?:export[ \t]+|-[ \t]+)?(?P<k>[A-Z][A-Z0-9_]{0,63})="
-                      r"(?P<v>[^\s#][^\r\n]*?)(?=[ \t]+#|[ \t]*\r?$)")),
+            # Also as a diff line (+/-) or a YAML list item, each behind a line number.
+            (("=",), (r"^" + _LINE_PREFIX + r"?[+-]?[ \t]*(?:export[ \t]+|-[ \t]+)?"
+                      r"(?P<k>[A-Z][A-Z0-9_]{0,63})=(?P<v>[^\s#][^\r\n]*?)(?=[ \t]+#|[ \t]*\r?$)")),
             # A quoted KEY=value item, as in `docker inspect` or a compose file's list.
-            (("=",), (r"^[+-]?[ \t]*(?:-[ \t]+)?[\"'](?P<k>[A-Z][A-Z0-9_]{0,63})="
-                      r"(?P<v>[^\"'\r\n]+)[\"']")),
+            (("=",), (r"^" + _LINE_PREFIX + r"?[+-]?[ \t]*(?:-[ \t]+)?[\"']"
+                      r"(?P<k>[A-Z][A-Z0-9_]{0,63})=(?P<v>[^\"'\r\n]+)[\"']")),
+            # A compose `environment:` map entry: one word (or one quoted string) as value.
+            ((":",), (r"^" + _LINE_PREFIX + r"?[ \t]*(?P<k>[A-Z][A-Z0-9_]{0,63}):[ \t]+"
+                      r"(?P<v>\"[^\"\r\n]+\"|'[^'\r\n]+'|[^\s#\"'][^\s]*)(?=[ \t]+#|[ \t]*\r?$)")),
             accept=_env_secret, flags=re.MULTILINE, tag=_SECRET_TAG),
     *_rules(_CL, "json_secret_leak", "high", "JSON/dict value under a secret-named key",
             ((":",), (r"(?P<q>[\"'])(?P<k>[A-Za-z0-9_-]{1,64})(?P=q)\s*:\s*(?P<q2>[\"'])"
@@ -290,8 +296,13 @@ _SECRETS: tuple[_Rule, ...] = (
             accept=_token_assignment, flags=_I, tag=_API),
 )
 
-_PEM_BEGIN = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----")
-_PEM_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}:[ \t].*)[ \t]*\r?")
+_PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
+_PEM_MARKER = re.compile(r"-----(?P<kind>BEGIN|END) (?P<label>" + _PEM_LABEL + r")-----")
+_PEM_LINE = re.compile(_LINE_PREFIX + r"?[ \t]*(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}:[ \t].*)[ \t]*\r?")
+_PEM_END_LINE = re.compile(_LINE_PREFIX + r"?[ \t]*-----END (?P<label>" + _PEM_LABEL
+                           + r")-----[ \t]*\r?")
+_PEM_PREFIX = re.compile(_LINE_PREFIX)
+_PEM_INLINE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\\ \t")
 _PEM_MAX = 65536
 
 
@@ -309,25 +320,65 @@ def _pem_end(text: str, begin: re.Match[str]) -> int:
     while pos < limit:
         nxt = text.find("\n", pos + 1)
         nxt = len(text) if nxt < 0 else nxt
-        line = text[pos + 1:nxt]
-        if line.strip() == end_marker:
+        end = _PEM_END_LINE.fullmatch(text, pos + 1, nxt)
+        if end is not None and end.group("label") == begin.group("label"):
             return nxt
-        if not _PEM_LINE.fullmatch(line):
+        if not _PEM_LINE.fullmatch(text, pos + 1, nxt):
             break
-        pos = nxt
-        if line.strip():
+        if text[pos + 1:nxt].strip():
             body_end = nxt
+        pos = nxt
     return body_end
+
+
+def _content_start(text: str, line_start: int, line_end: int) -> int:
+    """Where a line's own text begins, after a line-number prefix if it has one."""
+    prefix = _PEM_PREFIX.match(text, line_start, line_end)
+    return prefix.end() if prefix else line_start
+
+
+def _pem_start(text: str, end: re.Match[str], floor: int) -> int | None:
+    """Where the body before an END marker whose BEGIN is not in the text starts.
+
+    The output began inside the key (a window, a tail, the second half of a cut):
+    walk back over the body, on the marker's own line (a one-line JSON value) and
+    then over whole body lines. None when there is no body to hide.
+    """
+    limit = max(floor, end.start() - _PEM_MAX)
+    line_start = text.rfind("\n", limit, end.start()) + 1 or limit
+    first = _content_start(text, line_start, end.start())
+    start = end.start()
+    while start > first and text[start - 1] in _PEM_INLINE:
+        start -= 1
+    if start > first:  # something else precedes the body on this line
+        return start if text[start:end.start()].strip() else None
+    found = None
+    pos = line_start  # the start of the line after the one being looked at
+    while pos - 1 > limit:
+        prev = max(limit, text.rfind("\n", limit, pos - 1) + 1)
+        if not _PEM_LINE.fullmatch(text, prev, pos - 1):
+            break
+        if text[prev:pos - 1].strip():
+            found = _content_start(text, prev, pos - 1)
+        pos = prev
+    return found
 
 
 def _redact_pem(text: str, scan: _Scan) -> str:
     pieces: list[str] = []
     last = 0
-    for m in scan.matches(_PEM_BEGIN, text):
+    for m in scan.matches(_PEM_MARKER, text):
         if m.start() < last:
             continue
-        pieces += [text[last:m.start()], "[REDACTED:private_key]"]
-        last = _pem_end(text, m)
+        if m.group("kind") == "BEGIN":
+            start, end = m.start(), _pem_end(text, m)
+        else:
+            found = _pem_start(text, m, last)
+            if found is None:
+                continue
+            start, end = found, m.end()
+        pieces += [text[last:start], "[REDACTED:private_key]"]
+        last = end
         scan.add(_CL, "private_key_leak", "high", "PEM private key block")
     return "".join(pieces) + text[last:] if pieces else text
 

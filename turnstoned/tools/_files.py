@@ -48,11 +48,6 @@ def real_key(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def symlink_note(path: Path) -> str:
-    """`` → target`` when ``path`` is a symlink, else an empty string."""
-    return f" → {os.path.realpath(path)}" if path.is_symlink() else ""
-
-
 def as_int(value: object) -> int | None:
     """``value`` as an int the way the model means it; None when it is not one."""
     if isinstance(value, bool):

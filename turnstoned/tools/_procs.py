@@ -1,10 +1,12 @@
 """Running a bash script in its own process group, with streamed output.
 
 Shared by foreground bash and background shells. The script runs as
-``bash <tempfile>`` in a new session (so it leads its own process group), with
-stdin from /dev/null. Output arrives through an asyncio subprocess protocol in
-large chunks, decoded incrementally as UTF-8 with replacement characters, and is
-handed to callbacks as it comes. The process is waited on, never its pipes: a
+``bash /dev/fd/N`` in a new session (so it leads its own process group), with
+stdin from /dev/null; N is an in-memory file (memfd) that exists on no
+filesystem, so no script is ever left behind, whatever happens to the daemon.
+Output arrives through an asyncio subprocess protocol in large chunks, decoded
+incrementally as UTF-8 with replacement characters, and is handed to callbacks
+as it comes. The process is waited on, never its pipes: a
 grandchild left behind (``server &``) may hold a pipe open forever, so callers
 stop reading when the leader exits and then end the whole group.
 """
@@ -34,18 +36,35 @@ _F_SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
 TextSink = Callable[[str], None]
 
 
-def script_text(command: str, *, stop_on_error: bool) -> str:
-    """The script bash runs: ``pipefail`` always, ``errexit`` on request, then the command."""
-    preamble = "set -o pipefail\n" + ("set -e\n" if stop_on_error else "")
+def script_text(command: str, *, stop_on_error: bool, fd: int | None = None) -> str:
+    """The script bash runs: ``pipefail`` always, ``errexit`` on request, then the command.
+
+    With ``fd`` the script first closes the descriptor it was handed through
+    (bash reads from its own copy), so the command's processes do not inherit it.
+    """
+    preamble = f"exec {fd}<&-\n" if fd is not None else ""
+    preamble += "set -o pipefail\n" + ("set -e\n" if stop_on_error else "")
     return preamble + command + "\n"
 
 
-def write_script(command: str, *, stop_on_error: bool) -> Path:
-    """Write the script to a private temp file and return its path."""
-    fd, name = tempfile.mkstemp(prefix="turnstoned-bash-", suffix=".sh")
-    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
-        handle.write(script_text(command, stop_on_error=stop_on_error))
-    return Path(name)
+def script_file(command: str, *, stop_on_error: bool) -> int:
+    """The script in an anonymous file (memfd, else an unlinked temp file), read from its start."""
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None:
+        fd: int = memfd_create("turnstoned-bash", os.MFD_CLOEXEC)
+    else:
+        fd, name = tempfile.mkstemp(prefix="turnstoned-bash-", suffix=".sh")
+        os.unlink(name)
+    try:
+        data = script_text(command, stop_on_error=stop_on_error, fd=fd)
+        view = memoryview(data.encode("utf-8", errors="surrogateescape"))
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -98,10 +117,9 @@ async def _wait_event(event: asyncio.Event, timeout: float | None) -> bool:
 class ScriptProcess:
     """A running script: its process group, exit and output-EOF events, cleanup."""
 
-    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol, script: Path):
+    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol):
         self._transport = transport
         self._protocol = protocol
-        self._script = script
         self.pid: int = transport.get_pid()
         self._closed = False
 
@@ -175,17 +193,12 @@ class ScriptProcess:
             self.close()
 
     def close(self) -> None:
-        """Stop delivering output, close the pipes and remove the script file."""
+        """Stop delivering output and close the pipes."""
         if self._closed:
             return
         self._closed = True
         self._protocol.muted = True
         self._transport.close()
-        self.remove_script()
-
-    def remove_script(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._script.unlink()
 
 
 async def start_script(
@@ -198,26 +211,25 @@ async def start_script(
     on_stderr: TextSink,
 ) -> ScriptProcess:
     """Start ``command`` as a bash script in a new session; raises OSError on spawn failure."""
-    script = write_script(command, stop_on_error=stop_on_error)
+    script = script_file(command, stop_on_error=stop_on_error)
     loop = asyncio.get_running_loop()
     try:
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(on_stdout, on_stderr),
             "bash",
-            str(script),
+            f"/dev/fd/{script}",
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=str(cwd),
             env=dict(env),
             start_new_session=True,
+            pass_fds=(script,),
         )
-    except BaseException:  # spawn failed or was cancelled: the script must not linger
-        with contextlib.suppress(FileNotFoundError):
-            script.unlink()
-        raise
+    finally:  # the child has its own copy (or none, when the spawn failed)
+        os.close(script)
     _enlarge_pipe(transport)
-    return ScriptProcess(transport, protocol, script)
+    return ScriptProcess(transport, protocol)
 
 
 def _enlarge_pipe(transport: asyncio.SubprocessTransport) -> None:

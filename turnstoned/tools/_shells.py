@@ -254,7 +254,6 @@ def kill_all_now(env: SessionEnv) -> None:
         shell.quiet = True
         shell.kill_requested = True
         shell.proc.kill()
-        shell.proc.remove_script()
 
 
 async def start_shell(

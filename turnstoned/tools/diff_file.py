@@ -19,10 +19,10 @@ from turnstoned.tools._files import (
     collect,
     decode_lenient,
     read_bytes,
-    real_key,
     split_keepends,
     unified_diff,
 )
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 DEFAULT_CONTEXT = 3
@@ -65,14 +65,17 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         )
     a = ctx.env.resolve(a_display)
     b = ctx.env.resolve(b_display) if b_display else None
-    added = []
-    for key in {real_key(p) for p in (a, b) if p is not None}:
-        if key not in ctx.env.read_set:
-            ctx.env.read_set.add(key)
-            added.append(key)
-    other = b_display if b is not None else "provided content"
+    a_place = place(ctx.env, a_display)
+    b_place = place(ctx.env, b_display) if b_display else None
+    places = [a_place] if b_place is None else [a_place, b_place]
+    gate = read_gate(places)
+    added = [k for k in dict.fromkeys(p.real for p in places) if k not in ctx.env.read_set]
+    if not gate["needs_approval"]:  # one that must be approved first marks them when it runs
+        ctx.env.read_set.update(added)
+    other = f"{b_display}{b_place.note()}" if b_place is not None else "provided content"
     return PreparedCall(
-        header=f"⚙ diff_file: {a_display} ↔ {other}",
+        header=f"⚙ diff_file: {a_display}{a_place.note()} ↔ {other}",
+        **gate,
         data=_Diff(a, a_display, b, b_display, args.content_b, _context(args.context_lines), added),
     )
 
@@ -118,6 +121,7 @@ def _run(diff: _Diff, cap: int) -> ToolOutput:
 
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     diff: _Diff = call.data
+    ctx.env.read_set.update(diff.added)
     try:
         return await asyncio.to_thread(_run, diff, ctx.env.output_cap())
     except FileProblem as exc:

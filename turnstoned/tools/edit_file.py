@@ -35,8 +35,8 @@ from turnstoned.tools._files import (
     decode_lenient,
     read_bytes,
     real_key,
-    symlink_note,
 )
+from turnstoned.tools._paths import place
 from turnstoned.tools._proposal import exact_text, propose
 from turnstoned.tools.base import FileProposal, PreparedCall, ToolContext, ToolOutput, prepare_error
 
@@ -171,11 +171,14 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     except (EditProblem, FileProblem) as exc:
         return prepare_error(str(exc))
     batch = f" ({len(plan.edits)} edits)" if len(plan.edits) > 1 else ""
+    where = place(ctx.env, display)
     return PreparedCall(
-        header=f"⚙ edit_file: {display}{symlink_note(plan.path)}{batch}",
+        header=f"⚙ edit_file: {display}{where.note()}{batch}",
         preview=preview,
         needs_approval=True,
         approval_label="edit_file",
+        # A standing grant covers the workspace only.
+        grantable=not where.guarded,
         data=plan,
         file_change=plan.proposal,
     )

@@ -20,6 +20,7 @@ import msgspec
 from turnstoned.net import html
 from turnstoned.net.fetch import FetchError
 from turnstoned.tools import _preview
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools._preview import NotPreviewable
 from turnstoned.tools._web import UrlPlan, approval, screen_for_call
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
@@ -74,9 +75,13 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
             return prepare_error("Error: attachment:<id> requires an id")
         return PreparedCall(header=f"⚙ open_preview: {target[:80]}",
                             data=Plan(target, kind, title, attachment=ident))
-    path = ctx.env.resolve(target)
-    return PreparedCall(header=f"⚙ open_preview: {target[:80]}",
-                        data=Plan(target, kind, title, path=path))
+    where = place(ctx.env, target)
+    if where.credential:  # the editor shows a preview as it is: no redaction could apply
+        return prepare_error(f"Error: {target} is in a credential store ({where.real}); "
+                             "open_preview does not show credential stores.")
+    return PreparedCall(header=f"⚙ open_preview: {target[:80]}{where.note()}",
+                        data=Plan(target, kind, title, path=Path(where.real)),
+                        **read_gate([where]))
 
 
 async def _from_url(plan: UrlPlan, ctx: ToolContext) -> Loaded:

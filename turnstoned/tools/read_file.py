@@ -27,12 +27,13 @@ from turnstoned.tools._files import (
     binary_error,
     is_binary,
     not_found,
-    real_key,
 )
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 _CHECK_EVERY = 65_536  # lines between looks at the stop flag
 _COUNT_CHUNK = 1 << 20
+_KEY_LINES_MAX = 1024  # a private key block is far shorter; longer runs are not one
 
 
 class Args(msgspec.Struct, kw_only=True):
@@ -121,15 +122,20 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     except ValueError as exc:
         return prepare_error(str(exc))
     path = ctx.env.resolve(display)
-    key = real_key(path)
+    where = place(ctx.env, display)
+    gate = read_gate([where])
+    key = where.real
     added = key not in ctx.env.read_set
-    # Marked now, not after execute, so an edit_file later in the same batch passes the guard.
-    ctx.env.read_set.add(key)
+    if not gate["needs_approval"]:
+        # Marked now, not after execute, so an edit_file later in the same batch passes
+        # the guard; a read that must be approved first is marked when it runs.
+        ctx.env.read_set.add(key)
     span = ""
     if args.offset is not None or limit is not None:
         span = f" (lines {start}-{start + limit - 1})" if limit else f" (from line {start})"
     return PreparedCall(
-        header=f"⚙ read_file: {display}{span}",
+        header=f"⚙ read_file: {display}{where.note()}{span}",
+        **gate,
         data=_Request(path, display, key, added, start, limit),
     )
 
@@ -184,25 +190,59 @@ def _lines_left(handle: BinaryIO) -> int:
     return count + (last != b"\n")
 
 
+def _held_key_lines(
+    held: list[tuple[int, bytes]], number: int, raw: bytes
+) -> list[tuple[int, bytes]]:
+    """The lines skipped so far since an unclosed private key's BEGIN line (else none)."""
+    if b"PRIVATE KEY" in raw and b"-----" in raw:
+        if b"-----END " in raw:
+            return []
+        if b"-----BEGIN " in raw:
+            return [(number, raw)]
+    if held and len(held) < _KEY_LINES_MAX:
+        held.append((number, raw))
+        return held
+    return []
+
+
+def _decode(number: int, raw: bytes) -> tuple[str, bool]:
+    """The numbered display line and whether the raw bytes were not valid UTF-8."""
+    if number == 1 and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
+    try:
+        line, bad = raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        line, bad = raw.decode("utf-8", errors="replace"), True
+    return f"{number:>4}\t{line.rstrip()}", bad
+
+
 def _render(request: _Request, handle: BinaryIO, cap: int, stop: threading.Event) -> ToolOutput:
     clip = HeadTail(cap)
     last = request.start - 1 + request.limit if request.limit else None
     total = 0
+    first = request.start
     bad_utf8 = False
+    held: list[tuple[int, bytes]] = []
     for number, raw in enumerate(handle, 1):
         total = number
         if number < request.start:
+            held = _held_key_lines(held, number, raw)
             continue
         if last is not None and number > last:
             total += _lines_left(handle)
             break
-        if number == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8) :]
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            line, bad_utf8 = raw.decode("utf-8", errors="replace"), True
-        clip.add(f"{number:>4}\t{line.rstrip()}")
+        if held:
+            # The window opens inside a private key: it starts at the key's BEGIN line
+            # instead, so the output guard sees the whole block and hides it.
+            first = held[0][0]
+            for held_number, held_raw in held:
+                line, bad = _decode(held_number, held_raw)
+                clip.add(line)
+                bad_utf8 |= bad
+            held = []
+        line, bad = _decode(number, raw)
+        clip.add(line)
+        bad_utf8 |= bad
         if number % _CHECK_EVERY == 0 and stop.is_set():
             raise FileProblem(f"Error: reading {request.display} was cancelled")
     if not clip.count:
@@ -211,12 +251,10 @@ def _render(request: _Request, handle: BinaryIO, cap: int, stop: threading.Event
     if bad_utf8:
         text += "\n(note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd)"
     shown = clip.count
-    if request.start == 1 and shown == total:
+    if first == 1 and shown == total:
         return ToolOutput(content=text, summary=f"{shown} lines")
-    end = request.start + shown - 1
-    return ToolOutput(
-        content=text, summary=f"{shown} lines (lines {request.start}-{end} of {total})"
-    )
+    end = first + shown - 1
+    return ToolOutput(content=text, summary=f"{shown} lines (lines {first}-{end} of {total})")
 
 
 def _read(request: _Request, vision: bool, cap: int, stop: threading.Event) -> ToolOutput:
@@ -240,6 +278,7 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     request: _Request = call.data
     stop = threading.Event()
     vision = ctx.env.settings.supports_vision
+    ctx.env.read_set.add(request.key)
     try:
         return await asyncio.to_thread(_read, request, vision, ctx.env.output_cap(), stop)
     except FileProblem as exc:

@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 EXCLUDED_DIRS = (
@@ -79,8 +80,10 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     if not os.path.lexists(ctx.env.resolve(display)):
         return prepare_error(f"Error: {display} not found")
     root = os.path.expanduser(display) if display.startswith("~") else display
+    where = place(ctx.env, display)
     return PreparedCall(
-        header=f"⚙ search: {args.query} in {display}",
+        header=f"⚙ search: {args.query} in {display}{where.note()}",
+        **read_gate([where]),
         data=_Search(args.query, root, ctx.env.cwd),
     )
 

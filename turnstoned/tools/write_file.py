@@ -25,6 +25,7 @@ from turnstoned.tools._files import (
     split_keepends,
     unified_diff,
 )
+from turnstoned.tools._paths import place
 from turnstoned.tools._proposal import propose, read_text
 from turnstoned.tools.base import (
     EffectStatus,
@@ -100,21 +101,22 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     if path.is_dir():
         return prepare_error(f"Error: {display} is a directory, not a file")
     exists = path.exists()
+    where = place(ctx.env, display)
     notes: list[str] = []
-    if path.is_symlink():
-        notes.append(f"Symlink: {display} → {os.path.realpath(path)}")
     label = "append_file" if append else "write_file"
-    if exists and not append and real_key(path) not in ctx.env.read_set:
+    if exists and not append and where.real not in ctx.env.read_set:
         label = "overwrite_file"
         notes.append("⚠ overwriting existing file not previously read")
     write = _Write(path, display, args.content, append)
     old, why = _old_text(path) if exists else (None, "")
     return PreparedCall(
-        header=f"⚙ write_file ({'append' if append else 'write'}): {display} "
+        header=f"⚙ write_file ({'append' if append else 'write'}): {display}{where.note()} "
         f"({len(args.content)} chars)",
         preview=_preview(write, exists, notes, old, why),
         needs_approval=True,
         approval_label=label,
+        # A standing grant covers the workspace only.
+        grantable=not where.guarded,
         data=write,
         file_change=_proposal(write, exists, old),
     )
