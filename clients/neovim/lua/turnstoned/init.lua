@@ -72,14 +72,20 @@ function M.ask(prompt)
   require('turnstoned.session').send(prompt)
 end
 
---- A selection as the model should read it: path (relative to the cwd), line range, code.
+--- A selection as the model should read it: path (relative to the session's directory
+--- when inside it), line range, code.
 ---@param buf integer
 ---@param first integer 1-based
 ---@param last integer 1-based, inclusive
 ---@return string[]
 function M.selection_lines(buf, first, last)
   local name = api.nvim_buf_get_name(buf)
-  local path = name ~= '' and vim.fn.fnamemodify(name, ':.') or ('[buffer %d]'):format(buf)
+  local path = ('[buffer %d]'):format(buf)
+  if name ~= '' then
+    local root = require('turnstoned.session').cwd()
+    path = vim.fs.normalize(vim.fn.fnamemodify(name, ':p'))
+    path = vim.startswith(path, root .. '/') and path:sub(#root + 2) or path
+  end
   local range = first == last and ('line %d'):format(first) or ('lines %d-%d'):format(first, last)
   local out = { ('`%s`, %s:'):format(path, range), '', '```' .. (vim.bo[buf].filetype or '') }
   vim.list_extend(out, api.nvim_buf_get_lines(buf, first - 1, last, false))
@@ -154,18 +160,7 @@ end
 
 --- Show the plugin's log and the daemon's stderr.
 function M.log()
-  local log = require('turnstoned.log')
-  local cmd0 = require('turnstoned.config').get().cmd[1]
-  local lines = vim.list_extend({ '# turnstoned.nvim log (' .. log.path() .. ')' }, log.lines())
-  vim.list_extend(lines, { '', '# daemon stderr (from ' .. vim.lsp.log.get_filename() .. ')' })
-  vim.list_extend(lines, log.daemon_stderr(cmd0, 500))
-  vim.cmd('botright new')
-  local buf = api.nvim_get_current_buf()
-  vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = 'nofile', 'wipe', false
-  pcall(api.nvim_buf_set_name, buf, 'turnstoned://log')
-  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  api.nvim_win_set_cursor(0, { #lines, 0 })
+  require('turnstoned.log').show(require('turnstoned.config').get().cmd[1])
 end
 
 --- A statusline component: the current chat's state and usage ('' when idle and unused).

@@ -101,4 +101,19 @@ function M.daemon_stderr(cmd0, limit)
   return out
 end
 
+--- Open a buffer with the recent log lines and the daemon's stderr.
+---@param cmd0 string the daemon command's first word
+function M.show(cmd0)
+  local lines = vim.list_extend({ '# turnstoned.nvim log (' .. M.path() .. ')' }, M.lines())
+  vim.list_extend(lines, { '', '# daemon stderr (from ' .. vim.lsp.log.get_filename() .. ')' })
+  vim.list_extend(lines, M.daemon_stderr(cmd0, 500))
+  vim.cmd('botright new')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = 'nofile', 'wipe', false
+  pcall(vim.api.nvim_buf_set_name, buf, 'turnstoned://log')
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.api.nvim_win_set_cursor(0, { #lines, 0 })
+end
+
 return M

@@ -188,6 +188,14 @@ local function start_turn(chat, text, retried)
   end)
 end
 
+--- The directory of the current chat's session (of the next session, before it starts).
+---@return string
+function M.cwd()
+  local info = current and current.info
+  local dir = info and info.cwd or require('turnstoned.config').get().cwd or vim.fn.getcwd()
+  return (vim.fs.normalize(vim.fn.fnamemodify(dir, ':p')):gsub('/$', ''))
+end
+
 --- Send a prompt in the current chat, starting its session first if needed.
 ---@param text string
 function M.send(text)
@@ -197,11 +205,12 @@ function M.send(text)
   if chat.sid then
     return start_turn(chat, text)
   end
-  local cwd = require('turnstoned.config').get().cwd or vim.fn.getcwd()
+  local cwd = M.cwd()
   client.request(methods.session_start, { cwd = cwd }, function(err, result)
     if err then
       return chat:note('> ✗ cannot start a session: ' .. err.message)
     end
+    chat.info = chat.info or { cwd = cwd }
     chat:bind(result.sessionId)
     chats[result.sessionId] = chat
     refresh()

@@ -58,6 +58,10 @@ H.test('a selection is sent with its path, line range and code', function()
     '`src/sum.lua`, lines 2-3:', '', '```lua', 'local b = 2', 'return a + b', '```',
   }, 'lines')
   H.eq(require('turnstoned').selection_lines(0, 1, 1)[1], '`src/sum.lua`, line 1:', 'one line')
+  vim.g.turnstoned = { cwd = '/elsewhere' } -- a file outside the session's directory: absolute
+  H.eq(require('turnstoned').selection_lines(0, 1, 1)[1],
+    ('`%s`, line 1:'):format(vim.fs.normalize(dir .. '/src/sum.lua')), 'outside')
+  vim.g.turnstoned = nil
 end)
 
 H.test('the sessions picker lists a new session first, then sessions with title and place', function()
