@@ -5,7 +5,6 @@
 --- `LspAttach` setup on it and list it among the buffer's language servers. The raw RPC
 --- client gives the same framing, and its server-request dispatcher runs in a coroutine, so
 --- an approval can wait for `vim.ui.select` without blocking the editor.
-local P = require('turnstoned.protocol')
 local log = require('turnstoned.log')
 
 local LSP = vim.lsp.protocol.Methods
@@ -254,16 +253,28 @@ function M.request_sync(method, params, timeout_ms)
   return err, result
 end
 
+---@return table? caps the daemon's turnstoned capabilities from `initialize`
+local function capabilities()
+  return init_result and ((init_result.capabilities or {}).experimental or {}).turnstoned
+end
+
+--- The daemon's protocol revision ("1.0" when it announces none).
+---@return string?
+local function revision()
+  local caps = capabilities()
+  return caps and (caps.protocolRevision or ('%d.0'):format(caps.protocolVersion or 1))
+end
+
 --- Where the connection stands.
 ---@return turnstoned.ClientInfo
 function M.info()
-  local caps = init_result and ((init_result.capabilities or {}).experimental or {}).turnstoned
+  local caps = capabilities()
   return {
     state = state,
     error = start_error,
     server_info = init_result and init_result.serverInfo,
     protocol_version = caps and caps.protocolVersion,
-    protocol_revision = caps and (caps.protocolRevision or ('%d.0'):format(caps.protocolVersion or 1)),
+    protocol_revision = revision(),
     methods = caps and caps.methods,
   }
 end
@@ -272,18 +283,8 @@ end
 ---@param wanted string
 ---@return boolean
 function M.has_revision(wanted)
-  local caps = init_result and ((init_result.capabilities or {}).experimental or {}).turnstoned
-  if not caps then
-    return false
-  end
-  local have = vim.version.parse(caps.protocolRevision or ('%d.0'):format(caps.protocolVersion or 1))
-  return have ~= nil and vim.version.ge(have, vim.version.parse(wanted) --[[@as vim.Version]])
-end
-
---- Whether the daemon is running and initialized.
----@return boolean
-function M.ready()
-  return state == 'ready'
+  local have = revision()
+  return have ~= nil and vim.version.ge(have, wanted)
 end
 
 --- `shutdown` then `exit`, waiting at most `timeout_ms` for the first.
@@ -305,8 +306,5 @@ function M.stop(timeout_ms)
   client.notify(LSP.exit, nil)
   log.info('daemon stopped')
 end
-
---- The protocol's method names (generated from the daemon's protocol table).
-M.methods = P.methods
 
 return M

@@ -222,7 +222,7 @@ end
 ---@return boolean sent whether a turn was running
 function M.interrupt()
   local chat = current
-  if not (chat and chat.sid and chat.running) then
+  if not (chat and chat.sid and (chat.running or chat.turn_id)) then
     return false
   end
   client.request(methods.turn_interrupt, { sessionId = chat.sid, turnId = chat.turn_id },
