@@ -43,8 +43,8 @@ class RecordingSink:
         self.trust_answers: list[Any] = []  # McpTrustResponse/None, or a callable(params) -> awaitable
         self._changed = asyncio.Event()
 
-    def notify(self, method: str, params: Any) -> None:
-        self.events.append((method, msgspec.to_builtins(params)))
+    def notify(self, event: Any) -> None:
+        self.events.append((type(event).method, msgspec.to_builtins(event)))
         self._changed.set()
 
     async def request_approval(self, params: Any) -> Any:

@@ -99,8 +99,9 @@ def _ask_terminal(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
     sep = "," if "," in line else " "
     word, _, feedback = line.strip().partition(sep)
     word = word.strip().lower()
-    decision = "always" if word in ("a", "always") else "approve" if word in ("y", "yes") else "deny"
-    return p.ApprovalResponse(decision=decision, feedback=feedback.strip() or None)  # type: ignore[arg-type]
+    decision: p.Decision = ("always" if word in ("a", "always")
+                            else "approve" if word in ("y", "yes") else "deny")
+    return p.ApprovalResponse(decision=decision, feedback=feedback.strip() or None)
 
 
 def _trust_answer(trust: bool) -> Callable[[p.McpTrustRequestParams],

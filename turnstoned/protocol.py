@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
@@ -24,6 +24,12 @@ PROTOCOL_REVISION = "1.2"
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
     """Base of every wire type."""
+
+
+class Event(Wire, kw_only=True):
+    """The params of one daemon->client method; ``method`` is set from the METHODS table."""
+
+    method: ClassVar[str] = ""
 
 
 # ---------------------------------------------------------------- errors
@@ -81,6 +87,10 @@ SessionKind = Literal["interactive", "coordinator"]
 ToolStatus = Literal["pending", "running", "completed", "failed", "declined", "cancelled"]
 EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
 Decision = Literal["approve", "deny", "always"]
+# How an approval cycle ended: an answer, or the daemon deciding without asking.
+ResolvedDecision = Literal["approve", "deny", "always", "cancelled", "timeout", "auto"]
+TurnStatus = Literal["completed", "interrupted", "failed"]
+SessionStatus = Literal["idle", "running", "closed"]
 FileChangeKind = Literal["create", "modify", "delete"]
 
 
@@ -121,6 +131,8 @@ class FileChange(Wire, kw_only=True):
 class UserMessageItem(Wire, kw_only=True, tag="userMessage", tag_field="type"):
     id: str
     text: str
+    # Accepted while a turn ran and not read by the model yet: it leads the next turn's message.
+    queued: bool = False
 
 
 class AgentMessageItem(Wire, kw_only=True, tag="agentMessage", tag_field="type"):
@@ -186,7 +198,7 @@ class SessionInfo(Wire, kw_only=True):
     model: str | None = None
     created_at: str
     updated_at: str
-    status: Literal["idle", "running", "closed"]
+    status: SessionStatus
 
 
 class SessionListResult(Wire, kw_only=True):
@@ -245,6 +257,10 @@ class McpServerInfo(Wire, kw_only=True):
     prompts: int = 0
     error: str | None = None
     origin: str | None = None
+
+
+class McpServerStatusChanged(McpServerInfo, Event, kw_only=True):
+    """An MCP server's new state (the same fields as ``McpServerInfo``)."""
 
 
 class McpServerListResult(Wire, kw_only=True):
@@ -400,26 +416,34 @@ class PreviewReadResult(Wire, kw_only=True):
 # ---------------------------------------------------------------- notifications
 
 
-class TurnStarted(Wire, kw_only=True):
+class TurnStarted(Event, kw_only=True):
     session_id: str
     turn_id: str
 
 
-class ItemStarted(Wire, kw_only=True):
+class ItemStarted(Event, kw_only=True):
     session_id: str
     turn_id: str
     item_id: str
     item: Item
 
 
-class ItemDelta(Wire, kw_only=True):
+class ItemDelta(Event, kw_only=True):
     session_id: str
     turn_id: str
     item_id: str
     delta: str
 
 
-class ToolOutputDelta(Wire, kw_only=True):
+class AgentMessageDelta(ItemDelta, kw_only=True):
+    """Text of an ``agentMessage`` item."""
+
+
+class ReasoningDelta(ItemDelta, kw_only=True):
+    """Text of a ``reasoning`` item."""
+
+
+class ToolOutputDelta(Event, kw_only=True):
     session_id: str
     turn_id: str
     item_id: str
@@ -427,32 +451,32 @@ class ToolOutputDelta(Wire, kw_only=True):
     chunk: str
 
 
-class ItemCompleted(Wire, kw_only=True):
+class ItemCompleted(Event, kw_only=True):
     session_id: str
     turn_id: str
     item_id: str
     item: Item
 
 
-class ApprovalResolved(Wire, kw_only=True):
+class ApprovalResolved(Event, kw_only=True):
     session_id: str
     turn_id: str
     cycle_id: str
     call_ids: list[str]
-    decision: Literal["approve", "deny", "always", "cancelled", "timeout", "auto"]
+    decision: ResolvedDecision
     # When the answer decided calls one by one: what each asked-about call got.
     calls: dict[str, Decision] = {}
 
 
-class TurnCompleted(Wire, kw_only=True):
+class TurnCompleted(Event, kw_only=True):
     session_id: str
     turn_id: str
-    status: Literal["completed", "interrupted", "failed"]
+    status: TurnStatus
     error: TurnError | None = None
     usage: Usage | None = None
 
 
-class SessionUsage(Wire, kw_only=True):
+class SessionUsage(Event, kw_only=True):
     """How full the session's context is after a model call (prompt plus reply, in tokens)."""
 
     session_id: str
@@ -462,7 +486,7 @@ class SessionUsage(Wire, kw_only=True):
     estimated: bool = False
 
 
-class SessionNotice(Wire, kw_only=True):
+class SessionNotice(Event, kw_only=True):
     """A session-level event outside any turn (e.g. a background shell exited)."""
 
     session_id: str
@@ -471,7 +495,7 @@ class SessionNotice(Wire, kw_only=True):
     data: dict[str, Any] = {}
 
 
-class PreviewOpen(Wire, kw_only=True):
+class PreviewOpen(Event, kw_only=True):
     """The model opened a preview: show it beside the conversation (bytes via preview/read)."""
 
     session_id: str
@@ -499,7 +523,7 @@ class ApprovalRequestItem(Wire, kw_only=True):
     file_change: FileChange | None = None
 
 
-class ApprovalRequestParams(Wire, kw_only=True):
+class ApprovalRequestParams(Event, kw_only=True):
     session_id: str
     turn_id: str
     cycle_id: str
@@ -540,7 +564,7 @@ class McpServerPreview(Wire, kw_only=True):
     problem: str | None = None
 
 
-class McpTrustRequestParams(Wire, kw_only=True):
+class McpTrustRequestParams(Event, kw_only=True):
     workspace: str
     config_path: str
     hash: str
@@ -576,6 +600,17 @@ def _note(name: str, params: type, doc: str) -> Method:
     return Method(name, "daemon->client", "notification", params, None, doc)
 
 
+def _bind_events(methods: tuple[Method, ...]) -> None:
+    """Each daemon->client params type learns its method; one type per method, checked here."""
+    for m in methods:
+        if m.direction != "daemon->client":
+            continue
+        params = m.params
+        if params is None or not issubclass(params, Event) or "method" in vars(params):
+            raise TypeError(f"{m.name}: params must be an Event type of its own")
+        params.method = m.name
+
+
 METHODS: tuple[Method, ...] = (
     _req("session/start", SessionStartParams, SessionStartResult, "Open a new session."),
     _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
@@ -603,8 +638,8 @@ METHODS: tuple[Method, ...] = (
          "Read the content of a preview the daemon announced with preview/open."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
-    _note("item/agentMessage/delta", ItemDelta, "Text of the assistant message (coalesced)."),
-    _note("item/reasoning/delta", ItemDelta, "Reasoning text, when the server sends it."),
+    _note("item/agentMessage/delta", AgentMessageDelta, "Text of the assistant message (coalesced)."),
+    _note("item/reasoning/delta", ReasoningDelta, "Reasoning text, when the server sends it."),
     _note("item/toolCall/outputDelta", ToolOutputDelta, "Streamed tool output (bash)."),
     _note("item/completed", ItemCompleted, "The final state of an item; authoritative."),
     _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
@@ -613,7 +648,7 @@ METHODS: tuple[Method, ...] = (
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
     _note("preview/open", PreviewOpen,
           "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
-    _note("mcpServer/statusChanged", McpServerInfo,
+    _note("mcpServer/statusChanged", McpServerStatusChanged,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
@@ -622,3 +657,4 @@ METHODS: tuple[Method, ...] = (
 )
 
 METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
+_bind_events(METHODS)

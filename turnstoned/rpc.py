@@ -126,13 +126,14 @@ class PyglsSink:
     def __init__(self, protocol: Any) -> None:
         self.protocol = protocol
 
-    def notify(self, method: str, params: p.Wire) -> None:
+    def notify(self, event: p.Event) -> None:
         """Encode with msgspec and write the frame directly: notifications are the hot path
         (streamed text and command output), and pygls' json.dumps costs twice as much."""
         writer = self.protocol.writer
         if writer is None:
             return
-        body = _encoder.encode(_Notification(method=method, params=params))
+        method = type(event).method
+        body = _encoder.encode(_Notification(method=method, params=event))
         try:
             writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         except (OSError, ValueError) as exc:  # the client went away; the turn goes on
@@ -140,8 +141,7 @@ class PyglsSink:
 
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         msg_id = f"approval-{uuid.uuid4().hex}"
-        future = self.protocol.send_request("item/tool/requestApproval", encode(params),
-                                            msg_id=msg_id)
+        future = self.protocol.send_request(type(params).method, encode(params), msg_id=msg_id)
         try:
             raw = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -160,8 +160,7 @@ class PyglsSink:
         self, params: p.McpTrustRequestParams
     ) -> p.McpTrustResponse | None:
         msg_id = f"mcp-trust-{uuid.uuid4().hex}"
-        future = self.protocol.send_request("mcpServer/requestTrust", encode(params),
-                                            msg_id=msg_id)
+        future = self.protocol.send_request(type(params).method, encode(params), msg_id=msg_id)
         try:
             raw = await asyncio.wrap_future(future)
         except asyncio.CancelledError:  # only at shutdown: forget the question

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sqlite3
@@ -17,7 +18,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from turnstoned import __version__, rpc
 from turnstoned import protocol as p
-from turnstoned.handlers import build
+from turnstoned.handlers import HANDLERS
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine
@@ -92,7 +93,9 @@ class EngineHolder:
     def get(self) -> Engine:
         self.load()
         if self.engine is None:
-            raise rpc.RpcError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
+            from turnstoned.core.errors import EngineError
+
+            raise EngineError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
         return self.engine
 
 
@@ -100,20 +103,10 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
     server = Daemon("turnstoned", __version__, protocol_cls=_Protocol,
                     converter_factory=rpc.converter)
     holder = EngineHolder(rpc.PyglsSink(server.protocol), overrides or {})
-    handlers = build(holder.get)
-
-    async def health(_: Any) -> p.DaemonHealthResult:
-        holder.load()
-        if holder.engine is None:
-            return p.DaemonHealthResult(version=__version__, protocol_version=p.PROTOCOL_VERSION,
-                                        sessions=0, config_error=holder.error, mcp=p.McpHealth())
-        return holder.engine.health()
-
-    handlers["daemon/health"] = health
-    for method in p.METHODS:
-        if method.direction == "client->daemon":
-            fn = rpc.typed_handler(method, handlers[method.name], lambda: server.ready)
-            server.feature(method.name)(fn)
+    for name, handler in HANDLERS.items():
+        fn = rpc.typed_handler(p.METHODS_BY_NAME[name], functools.partial(handler, holder.get),
+                               lambda: server.ready)
+        server.feature(name)(fn)
 
     @server.feature(lsp.INITIALIZED)
     def _initialized(_: Any) -> None:

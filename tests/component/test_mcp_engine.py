@@ -195,7 +195,7 @@ async def test_interrupting_an_mcp_call_reports_unknown(mcp_engine: Engine, sink
     model.push(tool_calls([("h1", "mcp__ev__hang", "{}")]))
     sid = start(mcp_engine, tmp_path, skip_permissions=True)
     turn_id, _ = mcp_engine.start_turn(sid, ["hang"])
-    await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "h1")
+    await sink.wait_for("item/started", lambda e: e["item"].get("tool") == "mcp__ev__hang")
     await asyncio.sleep(0.3)
     mcp_engine.interrupt(sid, turn_id)
     done = await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, timeout=2)

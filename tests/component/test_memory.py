@@ -16,8 +16,9 @@ from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
 from turnstoned.core.errors import EngineError
 from turnstoned.handlers import build
+from turnstoned.scopes import ScopeRef
 from turnstoned.store import Store
-from turnstoned.store.memory import MemoryStore, ScopeRef
+from turnstoned.store.memory import MemoryStore
 from turnstoned.tools.memory import rank
 
 

@@ -58,7 +58,8 @@ async def test_bash_asks_and_streams(engine: Engine, sink: RecordingSink, model:
     assert done["status"] == "completed"
     assert len(sink.approvals) == 1
     approval = sink.approvals[0]
-    assert approval["items"][0]["callId"] == "call-1" and approval["items"][0]["needsApproval"]
+    call_id = approval["items"][0]["callId"]  # the daemon's own id, not the model's
+    assert call_id != "call-1" and approval["items"][0]["needsApproval"]
     assert approval["items"][0]["approvalLabel"] == "bash"
     streamed = "".join(e["chunk"] for e in sink.of("item/toolCall/outputDelta"))
     assert "one" in streamed and "two" in streamed
@@ -66,6 +67,7 @@ async def test_bash_asks_and_streams(engine: Engine, sink: RecordingSink, model:
     assert resolved["cycleId"] == approval["cycleId"] and resolved["decision"] == "approve"
     item = completed_tools(sink)[0]
     assert item["status"] == "completed" and item["isError"] is False and "one\ntwo" in item["output"]
+    assert item["callId"] == call_id
     assert tool_messages(model.requests[1])[0]["tool_call_id"] == "call-1"
 
 
@@ -364,15 +366,16 @@ async def test_parallel_sessions_have_independent_approval_cycles(
     dir_b.mkdir()
     sa, sb = start(engine, dir_a), start(engine, dir_b)
     ta, _ = engine.start_turn(sa, ["write a"])
-    await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "wa")
+    await sink.wait_for("item/started", lambda e: "a.txt" in e["item"].get("arguments", ""))
     tb, _ = engine.start_turn(sb, ["write b"])
-    await sink.wait_for("item/started", lambda e: e["item"].get("callId") == "wb")
+    started_b = await sink.wait_for("item/started",
+                                    lambda e: "b.txt" in e["item"].get("arguments", ""))
     await asyncio.sleep(0.05)
     assert len(sink.approvals) == 2 and sink.approvals[0]["cycleId"] != sink.approvals[1]["cycleId"]
     gates["b"].set()  # answer the second first: only its cycle resolves
     await sink.wait_for("turn/completed", lambda e: e["turnId"] == tb)
     assert (dir_b / "b.txt").read_text() == "B"
-    assert [r["callIds"] for r in sink.of("approval/resolved")] == [["wb"]]
+    assert [r["callIds"] for r in sink.of("approval/resolved")] == [[started_b["itemId"]]]
     gates["a"].set()
     await sink.wait_for("turn/completed", lambda e: e["turnId"] == ta)
     assert not (dir_a / "a.txt").exists()
@@ -431,8 +434,8 @@ async def test_secrets_in_tool_output_are_redacted_and_flagged(
     assert advisory["role"] == "user" and "Output guard:" in advisory["content"]
     assert "read_file (r1)" in advisory["content"] and "Do not attempt to reconstruct" in advisory["content"]
     notice = sink.of("session/notice")[0]
-    assert notice["kind"] == "outputGuard" and notice["data"]["callId"] == "r1"
-    item = [e["item"] for e in sink.of("item/completed") if e["item"].get("callId") == "r1"][0]
+    item = completed_tools(sink)[0]
+    assert notice["kind"] == "outputGuard" and notice["data"]["callId"] == item["callId"]
     assert key not in item["output"]
 
 

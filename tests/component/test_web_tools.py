@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import RecordingSink, write_config
 from tests.fakes.model_server import ScriptedModel, error, text, tool_calls
 from tests.fakes.web import Internet, Reply, Site, page
-from tests.turnkit import run, start, tool_messages
+from tests.turnkit import completed_tools, run, start, tool_messages
 from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
@@ -219,7 +219,8 @@ async def test_open_preview_of_a_file_and_a_url(
     digest = hashlib.sha256(b"preview:" + notes.encode()).hexdigest()
     assert (opened["previewId"], opened["kind"], opened["title"]) == (digest, "markdown",
                                                                       "notes.md")
-    assert opened["csp"] == "default-src 'none'; sandbox" and opened["callId"] == "c-open_preview"
+    assert opened["csp"] == "default-src 'none'; sandbox"
+    assert opened["callId"] == completed_tools(sink)[0]["callId"]  # the call that opened it
     assert tool_messages(model.requests[1])[0]["content"] == (
         f"Preview shown to the user: notes.md (markdown, {len(notes)} bytes)")
     got = await preview_read(engine, sid, digest)

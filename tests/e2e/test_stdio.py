@@ -19,12 +19,6 @@ from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
 
 
 @pytest.fixture
-def env(model: ScriptedModel, isolated_home: Path) -> dict[str, str]:
-    return {"TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
-            "OPENAI_API_KEY": "sk-test", "TURNSTONED_MODEL": "scripted"}
-
-
-@pytest.fixture
 def daemon(env: dict[str, str]) -> Iterator[RawDaemon]:
     d = RawDaemon(env)
     yield d
@@ -188,10 +182,9 @@ def test_edit_guard_and_edit_through_the_daemon(daemon: RawDaemon, model: Script
     daemon.initialize()
     sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
     assert turn(daemon, sid, "change y")["status"] == "completed"
-    items = {p["item"]["callId"]: p["item"] for p in daemon.of("item/completed")
-             if p["item"]["type"] == "toolCall"}
-    assert items["e0"]["isError"] and "must read_file" in items["e0"]["output"]
-    assert items["e1"]["status"] == "completed"
+    e0, _, e1 = [p["item"] for p in daemon.of("item/completed") if p["item"]["type"] == "toolCall"]
+    assert e0["isError"] and "must read_file" in e0["output"]
+    assert e1["status"] == "completed"
     assert target.read_bytes() == b"x = 1\r\ny = 3\r\n"
     asked = [m["params"]["items"][0]["tool"] for m in daemon.notifications
              if m["method"] == "item/tool/requestApproval"]

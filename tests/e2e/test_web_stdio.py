@@ -32,7 +32,8 @@ def test_preview_open_and_read_over_stdio(daemon: RawDaemon, model: ScriptedMode
                                        "input": [{"type": "text", "text": "show it"}]})["turnId"]
     daemon.wait_for("turn/completed", lambda p: p["turnId"] == tid)
     opened = daemon.of("preview/open")[0]
-    assert (opened["sessionId"], opened["callId"], opened["kind"]) == (sid, "p1", "markdown")
+    call = next(e["item"] for e in daemon.of("item/completed") if e["item"]["type"] == "toolCall")
+    assert (opened["sessionId"], opened["callId"], opened["kind"]) == (sid, call["callId"], "markdown")
     got = daemon.result("preview/read", {"sessionId": sid, "previewId": opened["previewId"]})
     assert base64.b64decode(got["data"]) == b"# Report\n\nAll green.\n" and got["eof"] is True
     missing = daemon.request("preview/read", {"sessionId": sid, "previewId": "f" * 64})["error"]

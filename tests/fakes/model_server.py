@@ -254,6 +254,32 @@ def _invalid_history(request: JSON) -> str | None:
     return None
 
 
+def _unanswered_calls(request: JSON) -> str | None:
+    """Strict servers (OpenAI's API among them) refuse a history in which a tool call has
+    no result, a result answers no call of the assistant message before it, or one
+    assistant message repeats a call id."""
+    pending: list[str] = []
+    for message in request.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "assistant":
+            if pending:
+                break
+            ids = [str(c.get("id")) for c in message.get("tool_calls") or []]
+            if len(set(ids)) != len(ids):
+                return f"duplicate tool_call ids in one assistant message: {ids}"
+            pending = ids
+        elif message.get("role") == "tool":
+            answered = str(message.get("tool_call_id"))
+            if answered not in pending:
+                return f"tool message {answered!r} does not answer a preceding tool call"
+            pending.remove(answered)
+    if pending:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. Missing: {', '.join(pending)}")
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Serves one connection; writes stop quietly when the client goes away."""
 
@@ -291,6 +317,11 @@ class _Handler(BaseHTTPRequestHandler):
         problem = _invalid_history(request) if owner.reject_invalid_arguments else None
         if problem is not None:
             self._send_error(500, problem, "server_error")
+            return
+        problem = _unanswered_calls(request) if owner.require_tool_results else None
+        if problem is not None:
+            owner.rejected.append(problem)
+            self._send_error(400, problem, "invalid_request_error")
             return
         self._answer(request, owner._next_response(request))
 
@@ -441,16 +472,21 @@ class ScriptedModel:
     function of the request body returning one); with the queue empty it answers
     ``default(request)`` or the text "(no scripted response)". Like llama-server, a request
     whose history holds tool-call arguments that are not JSON gets HTTP 500 (without
-    consuming a response) unless ``reject_invalid_arguments`` is False.
+    consuming a response) unless ``reject_invalid_arguments`` is False. Like OpenAI's API, a
+    request whose history leaves a tool call without its result gets HTTP 400 (listed in
+    ``rejected``) unless ``require_tool_results`` is False.
     """
 
     def __init__(self, *, port: int = 0, default: Callable[[JSON], Response] | None = None,
-                 reject_invalid_arguments: bool = True, record: bool = True) -> None:
+                 reject_invalid_arguments: bool = True, require_tool_results: bool = True,
+                 record: bool = True) -> None:
         self.base_url = ""
         self.requests: list[JSON] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
         self.reject_invalid_arguments = reject_invalid_arguments
+        self.require_tool_results = require_tool_results
+        self.rejected: list[str] = []
         self._port = port
         self._default = default
         self._record_requests = record

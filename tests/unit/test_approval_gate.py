@@ -16,8 +16,8 @@ class AnsweringSink:
         self.asked: list[p.ApprovalRequestParams] = []
         self.notes: list[tuple[str, Any]] = []
 
-    def notify(self, method: str, params: p.Wire) -> None:
-        self.notes.append((method, params))
+    def notify(self, event: p.Event) -> None:
+        self.notes.append((type(event).method, event))
 
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         self.asked.append(params)

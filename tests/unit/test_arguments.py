@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from turnstoned.core.pipeline import parse_arguments, prepare_one, unknown_tool_text
+from turnstoned.core.arguments import parse_arguments, unknown_tool_text
+from turnstoned.core.pipeline import prepare_one
 from turnstoned.llm.types import RawToolCall
 from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput
 

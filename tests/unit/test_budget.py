@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from turnstoned.core.pipeline import Budget, apply_batch_policies
+from turnstoned.core.pipeline import apply_batch_policies
+from turnstoned.core.results import Budget
 from turnstoned.tools.base import BatchPolicy, PreparedCall, ToolOutput
 
 
@@ -70,7 +71,7 @@ def test_write_group_serializes() -> None:
 
 
 def test_third_identical_call_in_a_row_is_flagged_then_streak_restarts() -> None:
-    from turnstoned.core.pipeline import REPEAT_WARNING, RepeatDetector
+    from turnstoned.core.results import REPEAT_WARNING, RepeatDetector
 
     r = RepeatDetector()
     assert [r.see("bash", '{"command": "ls"}') for _ in range(3)] == [False, False, True]

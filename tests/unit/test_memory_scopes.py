@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from turnstoned.scopes import ScopeRef, os_user, project_root
 from turnstoned.store import Store
-from turnstoned.store.memory import ScopeRef, os_user, project_root
 from turnstoned.tools import memory
 from turnstoned.tools._memory_names import (
     MemoryInputError,

@@ -216,6 +216,28 @@ async def test_invalid_history_arguments_get_http_500(
     assert joined(await collect(client, messages=history), "content") == "fine"
 
 
+async def test_a_tool_call_without_its_result_gets_http_400(
+        model: ScriptedModel, client: openai.AsyncOpenAI) -> None:
+    model.push(text("fine"))
+    call = {"id": "c0", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    unanswered = [*MESSAGES, {"role": "assistant", "content": "", "tool_calls": [call]},
+                  {"role": "user", "content": "go on"}]
+    with pytest.raises(openai.BadRequestError, match="Missing: c0"):
+        await collect(client, messages=unanswered)
+    stray = [*MESSAGES, {"role": "tool", "tool_call_id": "c9", "content": "?"}]
+    with pytest.raises(openai.BadRequestError, match="does not answer"):
+        await collect(client, messages=stray)
+    twice = [*MESSAGES, {"role": "assistant", "content": "", "tool_calls": [call, call]},
+             {"role": "tool", "tool_call_id": "c0", "content": "a"},
+             {"role": "tool", "tool_call_id": "c0", "content": "b"}]
+    with pytest.raises(openai.BadRequestError, match="duplicate"):
+        await collect(client, messages=twice)
+    assert len(model.rejected) == 3 and model.pending() == 1
+    answered = [*unanswered[:-1], {"role": "tool", "tool_call_id": "c0", "content": "x"},
+                unanswered[-1]]
+    assert joined(await collect(client, messages=answered), "content") == "fine"
+
+
 async def test_raw_sends_payloads_verbatim(
         model: ScriptedModel, client: openai.AsyncOpenAI) -> None:
     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",

@@ -64,3 +64,33 @@ def test_input_items_are_tagged() -> None:
 def test_error_codes_have_kinds() -> None:
     assert set(p.ERROR_KINDS) == set(p.ErrorCode)
     assert p.ErrorCode.METHOD_NOT_FOUND == -32601 and p.ErrorCode.INVALID_PARAMS == -32602
+
+
+def test_every_event_type_knows_its_one_method() -> None:
+    outgoing = [m for m in p.METHODS if m.direction == "daemon->client"]
+    assert all(m.params is not None and m.params.method == m.name for m in outgoing)  # type: ignore[attr-defined]
+    assert len({m.params for m in outgoing}) == len(outgoing)
+    assert p.ItemDelta.method == "" and p.Event.method == ""
+
+
+def test_handlers_are_registered_against_the_table_and_checked() -> None:
+    import pytest
+
+    from turnstoned import handlers
+
+    assert set(handlers.HANDLERS) == {m.name for m in p.METHODS if m.direction == "client->daemon"}
+    with pytest.raises(TypeError):
+        handlers.handles("turn/started")  # a notification has no handler
+    with pytest.raises(TypeError):
+        handlers.handles("daemon/health")(handlers.daemon_health)  # one handler per request
+
+    async def mistyped(get_engine: handlers.GetEngine, params: p.SessionRef) -> p.Empty:
+        return p.Empty()
+
+    real = handlers.HANDLERS["turn/interrupt"]
+    handlers.HANDLERS["turn/interrupt"] = mistyped
+    try:
+        with pytest.raises(TypeError, match="turn/interrupt"):
+            handlers._check()
+    finally:
+        handlers.HANDLERS["turn/interrupt"] = real

@@ -31,7 +31,7 @@ ATOMIC_SPLIT = ("Denied: these calls change the same file and must be approved t
 class Verdict:
     """What the gate decided for one batch."""
 
-    decision: str = "auto"  # the cycle's: approve | deny | always | timeout | cancelled | auto
+    decision: p.ResolvedDecision = "auto"  # the cycle's
     cycle_id: str | None = None
     denied: dict[str, str] = field(default_factory=dict)  # call id -> the result the model reads
     notes: list[str] = field(default_factory=list)  # user feedback the model reads after results
@@ -65,21 +65,13 @@ def is_atomic(gated: list[PreparedCall]) -> bool:
     return len(paths) != len(set(paths))
 
 
-def file_change_info(c: PreparedCall) -> p.FileChange | None:
-    fc = c.file_change
-    if fc is None:
-        return None
-    return p.FileChange(path=fc.path, kind=fc.kind, unified_diff=fc.unified_diff,
-                        truncated=fc.truncated)
-
-
 def _request(session_id: str, turn_id: str, cycle_id: str, calls: list[PreparedCall],
              atomic: bool) -> p.ApprovalRequestParams:
     items = [
         p.ApprovalRequestItem(
             call_id=c.call_id, tool=c.tool, header=c.header, preview=c.preview,
             needs_approval=c.needs_approval and not c.error, approval_label=c.label, error=c.error,
-            file_change=file_change_info(c),
+            file_change=c.file_change_info(),
         )
         for c in calls
     ]
@@ -87,7 +79,8 @@ def _request(session_id: str, turn_id: str, cycle_id: str, calls: list[PreparedC
                                    items=items, atomic=atomic)
 
 
-def _deny_all(gated: list[PreparedCall], reason: str, decision: str, cycle_id: str) -> Verdict:
+def _deny_all(gated: list[PreparedCall], reason: str, decision: p.ResolvedDecision,
+              cycle_id: str) -> Verdict:
     text = denial_text(reason)
     return Verdict(decision, cycle_id, {c.call_id: text for c in gated})
 
@@ -106,11 +99,10 @@ async def decide(sink: EventSink, policy: ApprovalPolicy, session_id: str, turn_
     cycle_id = uuid.uuid4().hex
     call_ids = [c.call_id for c in calls]
 
-    def resolved(decision: str, per_call: dict[str, p.Decision] | None = None) -> None:
-        sink.notify("approval/resolved", p.ApprovalResolved(
+    def resolved(decision: p.ResolvedDecision, per_call: dict[str, p.Decision] | None = None) -> None:
+        sink.notify(p.ApprovalResolved(
             session_id=session_id, turn_id=turn_id, cycle_id=cycle_id, call_ids=call_ids,
-            decision=decision, calls=per_call or {},  # type: ignore[arg-type]
-        ))
+            decision=decision, calls=per_call or {}))
 
     atomic = is_atomic(gated)
     ask = sink.request_approval(_request(session_id, turn_id, cycle_id, calls, atomic))
@@ -168,8 +160,8 @@ def settle(answer: p.ApprovalResponse, gated: list[PreparedCall], atomic: bool,
         if decision == "always" and c.grantable:
             policy.grants.add(c.label)
         if own and feedback:
-            verdict.notes.append(f"Feedback from the user on the {c.tool} call {c.call_id}: "
-                                 f"{feedback}")
+            verdict.notes.append(f"Feedback from the user on the {c.tool} call "
+                                 f"{c.model_id or c.call_id}: {feedback}")
     if cycle_feedback and not cycle_feedback_used:
         verdict.notes.insert(0, f"Feedback from the user on the approved tool calls: "
                                 f"{cycle_feedback}")

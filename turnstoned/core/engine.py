@@ -21,10 +21,11 @@ from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
-from turnstoned.core.session import Session, TurnState, resolve_dir, session_info
+from turnstoned.core.session import Session, TurnState, iso, resolve_dir, session_info
 from turnstoned.core.toolset import SearchSettings
 from turnstoned.core.turn import TurnRunner
 from turnstoned.protocol import ErrorCode
+from turnstoned.scopes import ScopeError, ScopeRef, Scopes, sessionless_refs
 from turnstoned.store import SessionRow, Store
 from turnstoned.tools.base import Services, SessionEnv, ToolSettings
 
@@ -43,8 +44,7 @@ class Engine:
         self.mcp = mcplink.make_manager(config)
         self.services.mcp = self.mcp
         self.services.prompt_sections.append(self._mcp_section)
-        self.mcp.add_status_listener(
-            lambda status: sink.notify("mcpServer/statusChanged", mcplink.server_info(status)))
+        self.mcp.add_status_listener(lambda status: sink.notify(mcplink.status_changed(status)))
         self.projects = mcplink.make_projects(config, store, self.mcp, sink)
         weblink.attach(self, config)
         self._closed = False
@@ -78,8 +78,8 @@ class Engine:
     def _open(self, row: SessionRow) -> Session:
         store = self.store
         env = SessionEnv(
-            session_id=row.id, kind=row.kind, cwd=Path(row.cwd),
-            workspace=Path(row.workspace) if row.workspace else None, settings=self._settings(),
+            session_id=row.id, kind=row.kind, cwd=Path(row.cwd), workspace=_workspace(row),
+            settings=self._settings(),
             persisted=dict(row.state), services=self.services,
             save_persisted=lambda state: store.update_session(row.id, state=state),
         )
@@ -103,8 +103,8 @@ class Engine:
         """A tool's session-level event: tell the editor now, the model at the next seam."""
         session.queued.append(m.Message(role="user", content=text, id=m.new_id("notice"),
                                         notice=kind))
-        self.sink.notify("session/notice", p.SessionNotice(
-            session_id=session.id, kind=kind, text=text, data=dict(data)))
+        self.sink.notify(p.SessionNotice(session_id=session.id, kind=kind, text=text,
+                                         data=dict(data)))
 
     def start_session(self, params: p.SessionStartParams) -> Session:
         cwd = resolve_dir(params.cwd, Path(os.getcwd()))
@@ -152,6 +152,7 @@ class Engine:
             fresh = [x for x in repaired if x not in history]
             self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
         session.history = repaired
+        session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
         return session
 
     def list_sessions(self) -> list[p.SessionInfo]:
@@ -164,9 +165,7 @@ class Engine:
     async def close_session(self, session_id: str) -> None:
         session = self.get(session_id)
         await self._stop_turn(session)
-        from turnstoned.tools import _shells  # only sessions that used bash have shells
-
-        await _shells.close_all(session.env)
+        await session.env.close()
         self.store.update_session(session_id, closed=True)
         self.sessions.pop(session_id, None)
         weblink.remove_previews(self, session_id)
@@ -179,16 +178,16 @@ class Engine:
         if not text.strip():
             raise EngineError(ErrorCode.INVALID_PARAMS, "input: at least one non-empty text item")
         if session.turn is not None:
-            session.queued.append(m.Message(role="user", content=text, id=m.new_id("user")))
+            session.queue_input(text)
             return session.turn.id, True
         turn = TurnState(id=m.new_id("turn"), generation=session.generation)
-        # Input queued for a turn that ended first, and notices that arrived while
-        # idle, lead this turn's message (one user message: strict chat templates
-        # refuse two in a row).
-        earlier = [q.text() for q in session.queued]
-        session.queued.clear()
-        session.commit([m.Message(role="user", content="\n\n".join([*earlier, text]),
-                                  id=m.new_id("user"), turn_id=turn.id)])
+        # Input queued for a turn that ended first (or that a crash ended), and notices
+        # that arrived while idle, lead this turn's message (one user message: strict
+        # chat templates refuse two in a row).
+        earlier = session.take_queued()
+        content = "\n\n".join([*(q.text() for q in earlier), text])
+        session.commit([m.Message(role="user", content=content, id=m.new_id("user"),
+                                  turn_id=turn.id)], folded=earlier)
         session.turn = turn
         runner = TurnRunner(session, turn, self.config, self.sink)
         turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
@@ -250,6 +249,50 @@ class Engine:
         old, new = await asyncio.to_thread(proposal.texts)
         return p.FileChangeReadResult(path=proposal.path, old_text=old, new_text=new)
 
+    # ----------------------------------------------------------- memories and skills
+
+    def _memory_places(self, scope: p.MemoryScope | None, session_id: str | None) -> list[ScopeRef]:
+        """Where an editor's ``memory/list`` or ``memory/delete`` looks (see ``scopes``)."""
+        try:
+            if session_id is None:
+                return sessionless_refs(scope)
+            row = self._row(session_id)
+            found = Scopes.for_session(row.id, row.kind, Path(row.cwd), _workspace(row))
+            return found.for_editor(scope)
+        except ScopeError as exc:
+            raise EngineError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+
+    def memory_list(self, scope: p.MemoryScope | None, session_id: str | None) -> list[p.MemoryInfo]:
+        from turnstoned.store.memory import MemoryStore
+
+        found = MemoryStore(self.store).all_in(self._memory_places(scope, session_id))
+        return [p.MemoryInfo(name=x.name, scope=x.scope, type=x.type, description=x.description,
+                             content=x.content, updated_at=iso(x.updated_at)) for x in found]
+
+    def memory_delete(self, name: str, scope: p.MemoryScope, session_id: str | None) -> bool:
+        from turnstoned.store.memory import MemoryStore
+
+        refs = self._memory_places(scope, session_id)
+        if not refs:
+            raise EngineError(ErrorCode.INVALID_PARAMS, "that session has no project scope "
+                              "(no workspace folder, not inside a git repository)")
+        return MemoryStore(self.store).delete(refs[0], name)
+
+    def skill_list(self, session_id: str | None) -> list[p.SkillInfo]:
+        """The skills a session (or, without one, the user) can load, and its active one."""
+        root, active = None, None
+        if session_id is not None:
+            row = self._row(session_id)
+            root = skills.skills_root(Path(row.cwd), _workspace(row))
+            record = row.state.get(skills.ACTIVE_KEY)
+            active = record.get("name") if isinstance(record, dict) else None
+        catalog = skills.build_catalog(self.services.config_dir, root, self.services.mcp)
+        return [p.SkillInfo(name=x.name, description=x.description, category=x.category,
+                            risk=x.risk, origin=x.origin, active=x.name == active)
+                for x in catalog.skills]
+
+    # ----------------------------------------------------------- the daemon
+
     def health(self) -> p.DaemonHealthResult:
         model = resolve_model(self.config.model)
         return p.DaemonHealthResult(
@@ -260,10 +303,8 @@ class Engine:
 
     def terminate(self) -> None:
         """Last resort at process exit, outside any event loop: kill what sessions spawned."""
-        from turnstoned.tools import _shells
-
         for session in self.sessions.values():
-            _shells.kill_all_now(session.env)
+            session.env.kill_now()
         self.store.close()
 
     def mcp_servers(self) -> list[p.McpServerInfo]:
@@ -296,7 +337,8 @@ class Engine:
     async def close_session_runtime(self, session: Session) -> None:
         """Stop a session's turn and shells without marking it closed (daemon exit)."""
         await self._stop_turn(session)
-        from turnstoned.tools import _shells
+        await session.env.close()
 
-        await _shells.close_all(session.env)
 
+def _workspace(row: SessionRow) -> Path | None:
+    return Path(row.workspace) if row.workspace else None

@@ -12,8 +12,8 @@ from turnstoned import protocol as p
 class EventSink(Protocol):
     """The engine's only view of its client(s)."""
 
-    def notify(self, method: str, params: p.Wire) -> None:
-        """Send a notification (e.g. ``item/completed``)."""
+    def notify(self, event: p.Event) -> None:
+        """Send a notification; the event's type names its method (``type(event).method``)."""
 
     async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         """Ask the user about one approval cycle; cancellation withdraws the question."""

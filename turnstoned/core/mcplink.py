@@ -1,9 +1,11 @@
-"""The engine's side of MCP: building the manager and project trust, and their wire shapes."""
+"""The engine's side of MCP: building the manager and project trust, their wire shapes,
+and the handle that puts a server's tool into the tool pipeline."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -12,10 +14,11 @@ from turnstoned.config import Config
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
 from turnstoned.protocol import ErrorCode
+from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from turnstoned.mcp.manager import MCPManager
-    from turnstoned.mcp.models import CatalogChange, ServerStatus
+    from turnstoned.mcp.models import CatalogChange, MCPTool, ServerStatus
     from turnstoned.mcp.trust import ProjectTrust, Question
     from turnstoned.store import Store
 
@@ -94,6 +97,10 @@ def server_info(status: ServerStatus) -> p.McpServerInfo:
         origin=status.origin)
 
 
+def status_changed(status: ServerStatus) -> p.McpServerStatusChanged:
+    return p.McpServerStatusChanged(**msgspec.structs.asdict(server_info(status)))
+
+
 def change_info(change: CatalogChange) -> p.McpChange:
     return p.McpChange(server=change.server, added=list(change.added),
                        removed=list(change.removed), error=change.error)
@@ -108,3 +115,25 @@ def health(manager: MCPManager | None) -> p.McpHealth:
         tools=len(manager.tools()),
         resources=len(manager.resources()) + len(manager.resource_templates()),
         prompts=len(manager.prompts()))
+
+
+class McpToolHandle:
+    """An MCP server's tool in the pipeline: always asks unless granted, per tool."""
+
+    primary_key: str | None = None
+
+    def __init__(self, tool: MCPTool, manager: MCPManager) -> None:
+        self.name = tool.name
+        self.tool = tool
+        self.manager = manager
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
+        shown = json.dumps(args, ensure_ascii=False, indent=2)
+        preview = shown if len(shown) <= 4000 else shown[:4000] + "\n…"
+        return PreparedCall(header=f"⚙ {self.name} [MCP: {self.tool.server}]", preview=preview,
+                            needs_approval=True, approval_label=self.name, data=args)
+
+    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        result = await self.manager.call_tool(self.name, call.data)
+        return ToolOutput(result.content, is_error=result.is_error,
+                          effect_status=result.effect_status)

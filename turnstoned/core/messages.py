@@ -16,13 +16,14 @@ from turnstoned import protocol as p
 
 
 class ToolCall(msgspec.Struct, kw_only=True):
-    id: str
+    id: str  # the daemon's id; tool results answer it
     name: str
     arguments: str = "{}"
     header: str = ""
     preview: str = ""
     needs_approval: bool = False
     file_change: p.FileChange | None = None
+    model_id: str = ""  # the model's own id for the call ("": the same as ``id``)
 
 
 class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -35,9 +36,9 @@ class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Metadata (never sent to the model).
     id: str = ""
     turn_id: str | None = None
-    status: str | None = None
+    status: p.ToolStatus | None = None
     is_error: bool = False
-    effect_status: str | None = None
+    effect_status: p.EffectStatus | None = None
     notice: str | None = None  # set on user messages the daemon wrote (feedback, notices)
 
     def text(self) -> str:
@@ -67,27 +68,31 @@ def decode(body: str) -> Message:
 def to_openai(history: list[Message]) -> list[dict[str, Any]]:
     """The history as chat-completion messages.
 
+    Calls carry the ids the model gave them (the daemon's own ids never reach it).
     Image parts of a tool result travel in a user message right after the tool
     message, because most OpenAI-compatible servers accept only text in tool
     messages.
     """
     out: list[dict[str, Any]] = []
+    model_ids: dict[str, str] = {}
     for m in history:
         if m.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": m.text()}
+            model_ids.update((c.id, c.model_id or c.id) for c in m.tool_calls)
             if m.tool_calls:
                 entry["tool_calls"] = [
-                    {"id": c.id, "type": "function",
+                    {"id": model_ids[c.id], "type": "function",
                      "function": {"name": c.name, "arguments": c.arguments}}
                     for c in m.tool_calls
                 ]
             out.append(entry)
         elif m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text()})
+            answered = model_ids.get(m.tool_call_id or "", m.tool_call_id)
+            out.append({"role": "tool", "tool_call_id": answered, "content": m.text()})
             images = [part for part in m.content or () if isinstance(part, dict)
                       and part.get("type") == "image_url"] if isinstance(m.content, list) else []
             if images:
-                label = {"type": "text", "text": f"(image returned by tool call {m.tool_call_id})"}
+                label = {"type": "text", "text": f"(image returned by tool call {answered})"}
                 out.append({"role": "user", "content": [label, *images]})
         else:
             out.append({"role": m.role, "content": m.content if m.content is not None else ""})
@@ -104,9 +109,8 @@ def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
     return p.ToolCallItem(
         id=call.id, call_id=call.id, tool=call.name, arguments=call.arguments,
         header=call.header, preview=call.preview, needs_approval=call.needs_approval,
-        status=result.status or ("failed" if result.is_error else "completed"),  # type: ignore[arg-type]
-        output=result.text(), is_error=result.is_error,
-        effect_status=result.effect_status,  # type: ignore[arg-type]
+        status=result.status or ("failed" if result.is_error else "completed"),
+        output=result.text(), is_error=result.is_error, effect_status=result.effect_status,
         file_change=call.file_change,
     )
 

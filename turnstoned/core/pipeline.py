@@ -1,7 +1,19 @@
-"""Phases 1, 3 and the guard of phase 4: prepare, execute, truncate to budget.
+"""One batch of tool calls, from the model's raw calls to the folded result.
 
-Approval (phase 2) lives in ``approvals``; the generation-checked fold lives in
-the turn runner, which owns the conversation.
+A batch is the tool calls of one assistant message:
+
+    prepare (each call on its own, then batch policies)
+      → approve (``approvals.decide`` asks the editor, through the batch's sink)
+      → execute (in parallel unless a policy serialises; output streamed to the sink)
+      → fold (repeat warning, context budget, output guard; see ``results``)
+
+and ends as a ``Folded``: the tool messages to commit, their final items, the
+notices for the editor and what the model reads after the results. A batch
+never commits and never decides who hears about it: the turn that owns the
+conversation commits, and the ``EventSink`` in its ``BatchSetup`` receives
+approval requests and streamed output, so a sub-agent can run a batch for its
+own environment with a sink of its own. An interrupted batch still answers
+every call it issued (``receipts``).
 """
 
 from __future__ import annotations
@@ -9,110 +21,83 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
-from collections.abc import Awaitable, Callable, Sequence
+import secrets
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
-import msgspec
-
+from turnstoned import protocol as p
+from turnstoned.core import approvals
+from turnstoned.core import messages as m
+from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.arguments import is_object, parse_arguments, unknown_tool_text
+from turnstoned.core.events import Coalescer, EventSink
+from turnstoned.core.results import Budget, GuardSettings, RepeatDetector, guard_output
 from turnstoned.llm.types import RawToolCall
 from turnstoned.tools.base import (
     PreparedCall,
+    SessionEnv,
     ToolContext,
+    ToolHandle,
     ToolOutput,
     prepare_error,
-    truncate_middle,
 )
 
 log = logging.getLogger(__name__)
 
 MAX_PARALLEL = 4
 
-SALVAGE_KEYS = (
-    "action", "command", "code", "content", "initial_message", "message", "name", "page",
-    "parent_ws_id", "path", "pattern", "prompt", "query", "status", "task_id", "title", "uri",
-    "url", "ws_id",
-)
-_SALVAGE = {k: re.compile(rf'"{k}"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL) for k in SALVAGE_KEYS}
+
+@dataclass(slots=True)
+class BatchSetup:
+    """What a batch runs with: the agent's environment, where it reports, its gates."""
+
+    env: SessionEnv
+    sink: EventSink
+    turn_id: str
+    cancel: asyncio.Event
+    policy: ApprovalPolicy
+    repeats: RepeatDetector = field(default_factory=RepeatDetector)
+    guard: GuardSettings = field(default_factory=GuardSettings)
 
 
-class ToolHandle(Protocol):
-    """A callable tool as the pipeline sees it (built-in module or MCP adapter)."""
+@dataclass(slots=True)
+class Outcome:
+    """A call's result before the fold."""
 
-    name: str
-    primary_key: str | None
-
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall: ...
-
-    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput: ...
+    call: PreparedCall
+    output: ToolOutput
+    status: p.ToolStatus
 
 
-class BuiltinTool:
-    """Adapts a ``turnstoned.tools.<name>`` module to ``ToolHandle``."""
+@dataclass(slots=True)
+class Folded:
+    """A batch's results, ready to commit (in model order) and to emit."""
 
-    def __init__(self, name: str, module: Any, primary_key: str | None) -> None:
-        self.name, self.module, self.primary_key = name, module, primary_key
-
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
-        try:
-            decoded = msgspec.convert(args, self.module.Args, strict=False)
-        except msgspec.ValidationError as exc:
-            return prepare_error(f"Error: invalid arguments for {self.name}: {exc}")
-        call: PreparedCall = self.module.prepare(decoded, ctx)
-        return call
-
-    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        output: ToolOutput = await self.module.execute(call, ctx)
-        return output
+    messages: list[m.Message]
+    items: list[p.ToolCallItem]
+    notices: list[p.SessionNotice] = field(default_factory=list)
+    # Guard advisories: they lead the next user message the model reads.
+    advisories: list[m.Message] = field(default_factory=list)
+    # The user's feedback from the approval, read after the results.
+    feedback: list[str] = field(default_factory=list)
 
 
-def _salvage(raw: str) -> dict[str, Any] | None:
-    for key, pattern in _SALVAGE.items():
-        m = pattern.search(raw)
-        if m:
-            try:
-                return {key: json.loads(f'"{m.group(1)}"')}
-            except ValueError:
-                return {key: m.group(1)}
-    return None
-
-
-def parse_arguments(name: str, raw: str | None, primary_key: str | None) -> dict[str, Any] | str:
-    """The call's arguments as a dict, or the error text the model should read."""
-    text = raw if raw and raw.strip() else "{}"
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        salvaged = _salvage(text)
-        if salvaged is not None:
-            return salvaged
-        if primary_key and text.strip() and not text.strip().startswith("{"):
-            return {primary_key: text}
-        hint = (f'Expected valid JSON, e.g. {{"{primary_key}": "..."}}' if primary_key
-                else "Arguments must be valid JSON.")
-        return (f"JSON parse error for tool '{name}': {exc}\nRaw arguments (first 500 chars): "
-                f"{text[:500]}\n{hint}\nPlease retry with correctly formatted JSON arguments.")
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str) and primary_key:
-        return {primary_key: value}  # beyond the original: a JSON string is a bare value
-    return (f"Error: arguments for tool '{name}' must be a JSON object, got "
-            f"{type(value).__name__}: {text[:200]}")
-
-
-def unknown_tool_text(name: str, available: Sequence[str]) -> str:
-    return (f"Unknown tool: '{name}'. Available tools: {', '.join(available)}. "
-            "Use one of the listed tool names exactly.")
+def new_call_id() -> str:
+    """A daemon-unique call id: models reuse theirs (``call_0`` every round)."""
+    return f"call_{secrets.token_hex(12)}"
 
 
 def prepare_one(raw: RawToolCall, handle: ToolHandle | None, available: Sequence[str],
                 ctx: ToolContext) -> PreparedCall:
-    """Phase 1 for one call; whatever goes wrong stays inside this call."""
+    """Phase 1 for one call; whatever goes wrong stays inside this call.
+
+    The call is known as ``ctx.call_id`` (the model's id when that is empty) and
+    remembers the model's id for talking back to the model.
+    """
     name = raw.name.strip()
     if handle is None:
         call = prepare_error(unknown_tool_text(name, available), header=f"⚠ unknown tool {name}")
-        args_json = raw.arguments if _is_object(raw.arguments) else "{}"
+        args_json = raw.arguments if is_object(raw.arguments) else "{}"
     else:
         args = parse_arguments(name, raw.arguments, handle.primary_key)
         if isinstance(args, str):
@@ -128,15 +113,9 @@ def prepare_one(raw: RawToolCall, handle: ToolHandle | None, available: Sequence
                 call = prepare_error(
                     f"Internal error preparing {name}: {type(exc).__name__}: {exc}\n"
                     "Sibling tool calls in this batch were unaffected.")
-    call.call_id, call.tool, call.arguments = raw.id, name, args_json
+    call.call_id, call.model_id = ctx.call_id or raw.id, raw.id
+    call.tool, call.arguments = name, args_json
     return call
-
-
-def _is_object(text: str | None) -> bool:
-    try:
-        return isinstance(json.loads(text or ""), dict)
-    except ValueError:
-        return False
 
 
 def apply_batch_policies(calls: list[PreparedCall]) -> bool:
@@ -149,126 +128,169 @@ def apply_batch_policies(calls: list[PreparedCall]) -> bool:
             groups.setdefault(c.policy.group, []).append(c)
     for members in groups.values():
         if len({m.policy.access for m in members if m.policy}) > 1:
-            for m in members:
-                assert m.policy is not None
-                m.error = m.policy.mixed_access_error or (
-                    f"{m.policy.group} read and write actions cannot run in the same tool batch.")
-                m.needs_approval = False
+            for member in members:
+                assert member.policy is not None
+                member.error = member.policy.mixed_access_error or (
+                    f"{member.policy.group} read and write actions cannot run in the same "
+                    "tool batch.")
+                member.needs_approval = False
     return any(c.policy and c.policy.serialize and not c.error for c in calls)
 
 
-@dataclass(slots=True)
-class Outcome:
-    """A call's result before the fold."""
-
-    call: PreparedCall
-    output: ToolOutput
-    status: str  # completed | failed | declined | cancelled
-
-
-@dataclass(slots=True)
-class Execution:
-    """Tracks which calls crossed the 'started' mark, for interrupt receipts."""
-
-    started: set[str] = field(default_factory=set)
-    streamed: dict[str, list[str]] = field(default_factory=dict)
+def call_item(c: PreparedCall, status: p.ToolStatus, out: ToolOutput | None = None) -> p.ToolCallItem:
+    """The ``toolCall`` item of a call in ``status`` (with its output once it has one)."""
+    return p.ToolCallItem(
+        id=c.call_id, call_id=c.call_id, tool=c.tool, arguments=c.arguments, header=c.header,
+        preview=c.preview, needs_approval=c.needs_approval and not c.error, status=status,
+        output=out.text() if out else None, is_error=out.is_error if out else False,
+        effect_status=out.effect_status if out else None,
+        file_change=c.file_change_info(),
+    )
 
 
-async def execute_all(
-    calls: list[PreparedCall],
-    handles: dict[str, ToolHandle],
-    make_ctx: Callable[[PreparedCall], ToolContext],
-    track: Execution,
-    serialize: bool,
-) -> list[Outcome]:
-    """Phase 3: run the approved calls (errors pass through), results in model order."""
-    semaphore = asyncio.Semaphore(1 if serialize else MAX_PARALLEL)
+class Batch:
+    """The tool calls of one assistant message, from prepare to the folded result."""
 
-    async def run_one(call: PreparedCall) -> Outcome:
-        if call.error:
-            return Outcome(call, ToolOutput(call.error, is_error=True, effect_status="none"), "failed")
-        async with semaphore:
-            track.started.add(call.call_id)
-            try:
-                output = await handles[call.tool].execute(call, make_ctx(call))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.exception("executing %s failed", call.tool)
-                output = ToolOutput(
-                    f"Error executing {call.tool}: {type(exc).__name__}: {exc}\nThis tool raised an "
-                    "unexpected exception. Sibling tool calls in this batch (if any) completed "
-                    "independently.", is_error=True)
-        return Outcome(call, output, "failed" if output.is_error else "completed")
+    def __init__(self, setup: BatchSetup, handles: dict[str, ToolHandle],
+                 calls: list[PreparedCall], serialize: bool) -> None:
+        self.setup = setup
+        self.handles = handles
+        self.calls = calls
+        self.serialize = serialize
+        self.started: set[str] = set()  # crossed the 'started' mark (for receipts)
+        self.streamed: dict[str, list[str]] = {}  # a tail of each call's streamed output
+        self.folded = False  # its results are in the conversation
 
-    jobs: list[Awaitable[Outcome]] = [run_one(c) for c in calls]
-    if len(jobs) == 1:
-        return [await jobs[0]]
-    return list(await asyncio.gather(*jobs))
+    @classmethod
+    def prepare(cls, setup: BatchSetup, handles: dict[str, ToolHandle],
+                raws: list[RawToolCall]) -> Batch:
+        """Phase 1: every call prepared on its own, under a daemon-unique id.
 
+        Two calls of one reply with the same id keep distinct ids toward the model too
+        (the second becomes ``<id>_2``): a history repeating an id in one message is invalid.
+        """
+        available = sorted(handles)
+        calls = []
+        seen: set[str] = set()
+        for raw in raws:
+            if raw.id in seen:
+                raw.id = f"{raw.id}_{len(seen) + 1}"
+            seen.add(raw.id)
+            ctx = ToolContext(env=setup.env, call_id=new_call_id(), cancel=setup.cancel)
+            calls.append(prepare_one(raw, handles.get(raw.name.strip()), available, ctx))
+        return cls(setup, handles, calls, apply_batch_policies(calls))
 
-REPEAT_WARNING = ("\n\n⚠ Warning: this is an identical repeat of a previous tool call. The "
-                  "result is the same. Try a different approach.")
-REPEAT_EXEMPT = frozenset({"bash_output"})  # polling a background shell is legitimate
+    def records(self) -> list[m.ToolCall]:
+        """The calls as the assistant message keeps them."""
+        return [m.ToolCall(id=c.call_id, model_id=c.model_id, name=c.tool, arguments=c.arguments,
+                           header=c.header, preview=c.preview,
+                           needs_approval=c.needs_approval and not c.error,
+                           file_change=c.file_change_info())
+                for c in self.calls]
 
+    async def run(self, budget: Budget) -> Folded:
+        """Phases 2-4: approve, execute what may run, fold every result."""
+        setup = self.setup
+        verdict = await approvals.decide(setup.sink, setup.policy, setup.env.session_id,
+                                         setup.turn_id, self.calls)
+        denied = {c.call_id: Outcome(c, ToolOutput(verdict.denied[c.call_id], True, "none"),
+                                     "declined")
+                  for c in self.calls if c.call_id in verdict.denied}
+        outcomes = await self._execute([c for c in self.calls if c.call_id not in denied])
+        by_id = {o.call.call_id: o for o in outcomes} | denied
+        return self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
 
-@dataclass(slots=True)
-class RepeatDetector:
-    """Spots a model calling the same tool with the same arguments a third time in a row."""
+    async def _execute(self, calls: list[PreparedCall]) -> list[Outcome]:
+        """Phase 3: run the approved calls (errors pass through), results in model order."""
+        semaphore = asyncio.Semaphore(1 if self.serialize else MAX_PARALLEL)
+        streams: dict[str, Coalescer] = {}
 
-    last: tuple[str, str] | None = None
-    streak: int = 0
-    limit: int = 3
+        async def run_one(call: PreparedCall) -> Outcome:
+            if call.error:
+                return Outcome(call, ToolOutput(call.error, is_error=True, effect_status="none"),
+                               "failed")
+            async with semaphore:
+                self.started.add(call.call_id)
+                try:
+                    output = await self.handles[call.tool].execute(call, self._ctx(call, streams))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.exception("executing %s failed", call.tool)
+                    output = ToolOutput(
+                        f"Error executing {call.tool}: {type(exc).__name__}: {exc}\nThis tool "
+                        "raised an unexpected exception. Sibling tool calls in this batch (if "
+                        "any) completed independently.", is_error=True)
+            return Outcome(call, output, "failed" if output.is_error else "completed")
 
-    def see(self, tool: str, arguments: str) -> bool:
-        """Record a call; True when it completes a streak (which then starts over)."""
-        if tool in REPEAT_EXEMPT:
-            return False
-        key = (tool, arguments)
-        self.streak = self.streak + 1 if key == self.last else 1
-        self.last = key
-        if self.streak >= self.limit:
-            self.last, self.streak = None, 0
-            return True
-        return False
+        jobs: list[Awaitable[Outcome]] = [run_one(c) for c in calls]
+        try:
+            if len(jobs) == 1:
+                return [await jobs[0]]
+            return list(await asyncio.gather(*jobs))
+        finally:
+            for stream in streams.values():
+                stream.close()
 
-    def mark(self, output: ToolOutput) -> ToolOutput:
-        """The output with the repeat warning appended (structured JSON results are left alone)."""
-        if not isinstance(output.content, str) or output.content.lstrip().startswith(("{", "[")):
-            return output
-        return ToolOutput(output.content + REPEAT_WARNING, output.is_error, output.effect_status,
-                          output.summary)
+    def _ctx(self, call: PreparedCall, streams: dict[str, Coalescer]) -> ToolContext:
+        """The context a call executes in: its output streams to the sink (coalesced)."""
+        chunks = self.streamed.setdefault(call.call_id, [])
+        sink, setup = self.setup.sink, self.setup
 
+        def flush(text: str) -> None:
+            sink.notify(p.ToolOutputDelta(session_id=setup.env.session_id, turn_id=setup.turn_id,
+                                          item_id=call.call_id, call_id=call.call_id, chunk=text))
 
-@dataclass(slots=True)
-class Budget:
-    """The remaining context budget for tool results, in characters."""
+        stream = streams[call.call_id] = Coalescer(flush, interval=0.05, max_chars=65_536)
 
-    remaining: int
-    cap: int
-    grace: int = 4096
+        def emit(chunk: str) -> None:
+            chunks.append(chunk)
+            if len(chunks) > 256:  # keep only a tail for interrupt receipts
+                del chunks[:128]
+            stream.push(chunk)
 
-    def fit(self, output: ToolOutput) -> ToolOutput:
-        text = output.text()
-        if not text:
-            return output
-        limit = min(self.cap, self.remaining)
-        if output.is_error:
-            limit = max(limit, 2048)
-        if limit <= 0 and len(text) <= 2048 and self.grace >= len(text):
-            self.grace -= len(text)
-            return output
-        if limit <= 0:
-            dropped = (f"Error: tool result dropped — context budget exhausted. The call ran and "
-                       f"produced a {len(text)}-char result, but none of it could be added to the "
-                       "conversation. Narrow the request (fewer lines, a tighter pattern).")
-            return ToolOutput(dropped, True, output.effect_status, output.summary)
-        self.remaining -= min(len(text), limit)
-        if len(text) <= limit:
-            return output
-        cut = truncate_middle(text, limit)
-        if isinstance(output.content, list):
-            parts = [part for part in output.content if part.get("type") != "text"]
-            return ToolOutput([{"type": "text", "text": cut}, *parts], output.is_error,
-                              output.effect_status, output.summary)
-        return ToolOutput(cut, output.is_error, output.effect_status, output.summary)
+        return ToolContext(env=setup.env, call_id=call.call_id, cancel=setup.cancel,
+                           emit_output=emit)
+
+    def _fold(self, outcomes: list[Outcome], budget: Budget, feedback: list[str]) -> Folded:
+        """Phase 4: each result through the repeat check, the budget and the guard."""
+        folded = Folded(messages=[], items=[], feedback=feedback)
+        for o in outcomes:
+            out = o.output
+            if self.setup.repeats.see(o.call.tool, o.call.arguments):
+                out = self.setup.repeats.mark(out)
+            out, advisory = guard_output(f"{o.call.tool} ({o.call.model_id})", budget.fit(out),
+                                         self.setup.guard)
+            if advisory is not None:
+                folded.advisories.append(m.Message(role="user", content=advisory.text,
+                                                   id=m.new_id("guard"), notice="outputGuard"))
+                folded.notices.append(p.SessionNotice(
+                    session_id=self.setup.env.session_id, kind="outputGuard", text=advisory.text,
+                    data={"callId": o.call.call_id, "risk": advisory.risk,
+                          "flags": list(advisory.flags), "redacted": advisory.redacted}))
+            folded.messages.append(self._result(o.call, out, o.status))
+            folded.items.append(call_item(o.call, o.status, out))
+        return folded
+
+    def _result(self, call: PreparedCall, out: ToolOutput, status: p.ToolStatus) -> m.Message:
+        return m.Message(role="tool", tool_call_id=call.call_id, name=call.tool,
+                         content=out.content, id=call.call_id, turn_id=self.setup.turn_id,
+                         status=status, is_error=out.is_error, effect_status=out.effect_status)
+
+    def receipts(self, reason: str) -> Folded | None:
+        """Results for every call of an unfolded batch, so no call is left without one."""
+        if self.folded or not self.calls:
+            return None
+        folded = Folded(messages=[], items=[])
+        for c in self.calls:
+            if c.call_id in self.started:
+                tail = "".join(self.streamed.get(c.call_id, []))[-2000:]
+                text = (f"{reason} Outcome UNKNOWN — this call may have begun executing before the "
+                        "turn was stopped; do not assume it did not run, and reconcile before "
+                        "re-issuing it." + (f"\nPartial output:\n{tail}" if tail else ""))
+                out = ToolOutput(text, True, "unknown")
+            else:
+                out = ToolOutput(c.error or f"{reason} The call never started.", True, "none")
+            folded.messages.append(self._result(c, out, "cancelled"))
+            folded.items.append(call_item(c, "cancelled", out))
+        return folded

@@ -13,7 +13,7 @@ from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
 from turnstoned.core.approvals import ApprovalPolicy
-from turnstoned.core.pipeline import RepeatDetector
+from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.tools.base import SessionEnv
 
@@ -56,11 +56,16 @@ class Session:
     def running(self) -> bool:
         return self.turn is not None
 
-    def commit(self, msgs: list[m.Message]) -> None:
-        """Persist then append: what the store has is what the model will see."""
+    def commit(self, msgs: list[m.Message], folded: list[m.Message] | None = None) -> None:
+        """Persist then append: what the store has is what the model will see.
+
+        ``folded`` are queued messages these messages fold in: they leave the store's
+        queue in the same transaction.
+        """
         if not msgs:
             return
-        self.store.append_messages(self.id, [(x.role, x.turn_id, m.encode(x)) for x in msgs])
+        self.store.append_messages(self.id, [(x.role, x.turn_id, m.encode(x)) for x in msgs],
+                                   dequeue=[x.id for x in folded or ()])
         self.history.extend(msgs)
         self.updated_at = time.time()
         if self.title is None:
@@ -68,6 +73,28 @@ class Session:
             if first:
                 self.title = " ".join(first.split())[:80]
                 self.store.update_session(self.id, title=self.title)
+
+    def queue_input(self, text: str) -> None:
+        """Input for the running turn's next seam, kept in the store until it is folded."""
+        msg = m.Message(role="user", content=text, id=m.new_id("user"))
+        self.store.queue_input(self.id, msg.id, m.encode(msg))
+        self.queued.append(msg)
+
+    def take_queued(self) -> list[m.Message]:
+        """Everything queued (input and notices), oldest first; the queue is then empty.
+
+        Commit the messages that fold them in with ``commit(..., folded=...)``.
+        """
+        taken = list(self.queued)
+        self.queued.clear()
+        return taken
+
+    def items(self) -> list[p.Item]:
+        """The conversation as protocol items, for an editor redrawing it; input still
+        queued for the next turn comes last, marked ``queued``."""
+        waiting: list[p.Item] = [p.UserMessageItem(id=q.id, text=q.text(), queued=True)
+                                 for q in self.queued if not q.notice]
+        return m.to_items(self.history) + waiting
 
     def info(self) -> p.SessionInfo:
         return session_info(self.row, self.title, self.updated_at,
@@ -96,11 +123,12 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
-def session_info(row: SessionRow, title: str | None, updated_at: float, status: str) -> p.SessionInfo:
+def session_info(row: SessionRow, title: str | None, updated_at: float,
+                 status: p.SessionStatus) -> p.SessionInfo:
     return p.SessionInfo(
-        session_id=row.id, title=title, cwd=row.cwd, kind=row.kind,  # type: ignore[arg-type]
-        model=row.model, created_at=iso(row.created_at), updated_at=iso(updated_at),
-        status="closed" if row.closed else status,  # type: ignore[arg-type]
+        session_id=row.id, title=title, cwd=row.cwd, kind=row.kind, model=row.model,
+        created_at=iso(row.created_at), updated_at=iso(updated_at),
+        status="closed" if row.closed else status,
     )
 
 

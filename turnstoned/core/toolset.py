@@ -9,13 +9,24 @@ for the rest of the session (persisted, so they survive a refresh and a resume).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnstoned import tools as registry
-from turnstoned.core.pipeline import BuiltinTool, ToolHandle
-from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolOutput, prepare_error
+from turnstoned.core.mcplink import McpToolHandle
+from turnstoned.tools.base import (
+    AgentKind,
+    PreparedCall,
+    SessionEnv,
+    ToolContext,
+    ToolHandle,
+    ToolOutput,
+    prepare_error,
+)
+
+if TYPE_CHECKING:
+    from turnstoned.mcp.manager import MCPManager
+    from turnstoned.mcp.models import MCPTool
 
 EXPANDED_KEY = "expanded_tools"
 TOOL_SEARCH = "tool_search"
@@ -34,27 +45,6 @@ class Toolset:
     schemas: list[dict[str, Any]] = field(default_factory=list)
     handles: dict[str, ToolHandle] = field(default_factory=dict)
     deferred: list[str] = field(default_factory=list)
-
-
-class McpToolHandle:
-    """An MCP server's tool in the pipeline: always asks unless granted, per tool."""
-
-    primary_key: str | None = None
-
-    def __init__(self, tool: Any, manager: Any) -> None:
-        self.name = tool.name
-        self.tool = tool
-        self.manager = manager
-
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
-        shown = json.dumps(args, ensure_ascii=False, indent=2)
-        preview = shown if len(shown) <= 4000 else shown[:4000] + "\n…"
-        return PreparedCall(header=f"⚙ {self.name} [MCP: {self.tool.server}]", preview=preview,
-                            needs_approval=True, approval_label=self.name, data=args)
-
-    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        result = await self.manager.call_tool(self.name, call.data)
-        return ToolOutput(result.content, is_error=result.is_error, effect_status=result.effect_status)
 
 
 def tool_search_schema(deferred: int, servers: list[str], max_results: int) -> dict[str, Any]:
@@ -77,7 +67,7 @@ class ToolSearchHandle:
     name = TOOL_SEARCH
     primary_key: str | None = "query"
 
-    def __init__(self, deferred: list[Any], max_results: int) -> None:
+    def __init__(self, deferred: list[MCPTool], max_results: int) -> None:
         self.deferred = deferred
         self.max_results = max_results
 
@@ -113,7 +103,8 @@ class ToolSearchHandle:
         return ToolOutput("\n".join(lines), summary=f"{len(hits)} tools")
 
 
-def _builtin(kind: str, env: SessionEnv, manager: Any) -> tuple[list[dict[str, Any]], dict[str, ToolHandle]]:
+def _builtin(kind: AgentKind, env: SessionEnv,
+             manager: MCPManager | None) -> tuple[list[dict[str, Any]], dict[str, ToolHandle]]:
     specs = registry.registry()
     ws = str(env.workspace) if env.workspace else None
     hidden = set()
@@ -127,21 +118,18 @@ def _builtin(kind: str, env: SessionEnv, manager: Any) -> tuple[list[dict[str, A
     schemas = [s for s in registry.tools_for(kind, str(env.cwd), ws)
                if s["function"]["name"] not in hidden]
     handles: dict[str, ToolHandle] = {
-        s["function"]["name"]: BuiltinTool(s["function"]["name"], specs[s["function"]["name"]].module,
-                                           specs[s["function"]["name"]].meta.get("primary_key"))
-        for s in schemas
-    }
+        s["function"]["name"]: specs[s["function"]["name"]].handle() for s in schemas}
     return schemas, handles
 
 
-def build(kind: str, env: SessionEnv, search: SearchSettings) -> Toolset:
+def build(kind: AgentKind, env: SessionEnv, search: SearchSettings) -> Toolset:
     """The session's tools for its next model call."""
     manager = env.services.mcp
     schemas, handles = _builtin(kind, env, manager)
     mcp_tools = list(manager.tools()) if manager is not None else []
     out = Toolset(schemas=schemas, handles=handles)
-    for t in mcp_tools:
-        out.handles[t.name] = McpToolHandle(t, manager)
+    if manager is not None:
+        out.handles.update({t.name: McpToolHandle(t, manager) for t in mcp_tools})
     total = len(schemas) + len(mcp_tools)
     active = kind != "task" and mcp_tools and (
         search.mode == "on" or (search.mode == "auto" and total > search.threshold))

@@ -42,7 +42,7 @@ def attach(engine: Engine, config: Config) -> None:
     def preview_opened(session_id: str, call_id: str, record: PreviewRecord) -> None:
         from turnstoned.tools._preview import CSP, CSP_DEFAULT
 
-        engine.sink.notify("preview/open", p.PreviewOpen(
+        engine.sink.notify(p.PreviewOpen(
             session_id=session_id, call_id=call_id, preview_id=record.id,
             kind=record.kind,  # type: ignore[arg-type]
             title=record.title, source=record.source, content_type=record.content_type,

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from turnstoned.protocol import TurnErrorKind
+
 
 class ModelError(Exception):
-    """A model call failed; ``kind`` is one of protocol.TurnErrorKind."""
+    """A model call failed, in the words of a turn error."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: TurnErrorKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message

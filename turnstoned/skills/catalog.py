@@ -21,15 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnstoned.protocol import SkillOrigin, SkillRisk
+from turnstoned.scopes import project_root
 from turnstoned.search import BM25Index
 from turnstoned.skills.frontmatter import FrontMatterError, Value, split
-from turnstoned.store.memory import project_root
 
 log = logging.getLogger(__name__)
 
-RISKS = ("low", "medium", "high", "critical")
+RISKS: tuple[SkillRisk, ...] = ("low", "medium", "high", "critical")
 HIGH_RISKS = frozenset({"high", "critical"})
-MCP_RISK = "medium"  # an MCP prompt's text comes from elsewhere and was never reviewed here
+MCP_RISK: SkillRisk = "medium"  # an MCP prompt's text comes from elsewhere and was never reviewed here
 MAX_FILE_BYTES = 256 * 1024
 SEARCH_LIMIT = 10
 # Field weights for search: name, description, tags, category.
@@ -45,8 +46,8 @@ class Skill:
     body: str = ""  # empty for MCP prompts: their text is fetched when loaded
     tags: tuple[str, ...] = ()
     category: str = ""
-    risk: str = "low"
-    origin: str = "user"  # workspace | user | mcp
+    risk: SkillRisk = "low"
+    origin: SkillOrigin = "user"
     path: str | None = None
     server: str | None = None
     prompt: str | None = None  # the MCP prompt's full name, for get_prompt
@@ -65,7 +66,8 @@ def _str(value: Value | None) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def parse_skill(text: str, default_name: str, origin: str, path: str | None = None) -> Skill:
+def parse_skill(text: str, default_name: str, origin: SkillOrigin,
+                path: str | None = None) -> Skill:
     """One skill from a file's text; ``SkillFileError`` when it cannot be used."""
     try:
         fields, body = split(text)
@@ -77,9 +79,10 @@ def parse_skill(text: str, default_name: str, origin: str, path: str | None = No
     description = " ".join(_str(fields.get("description")).split())
     if not description:
         raise SkillFileError("front-matter has no description")
-    risk = (_str(fields.get("risk")) or _str(fields.get("risk_level")) or "low").lower()
-    if risk not in RISKS:
-        raise SkillFileError(f"risk must be one of {', '.join(RISKS)}, got {risk!r}")
+    named = (_str(fields.get("risk")) or _str(fields.get("risk_level")) or "low").lower()
+    risk = next((r for r in RISKS if r == named), None)
+    if risk is None:
+        raise SkillFileError(f"risk must be one of {', '.join(RISKS)}, got {named!r}")
     raw_tags = fields.get("tags", [])
     tags = tuple(raw_tags) if isinstance(raw_tags, list) else tuple(
         t.strip() for t in raw_tags.split(",") if t.strip())
@@ -98,7 +101,7 @@ def _files(directory: Path) -> list[tuple[Path, str]]:
     return sorted(found)
 
 
-def load_dir(directory: Path, origin: str) -> list[Skill]:
+def load_dir(directory: Path, origin: SkillOrigin) -> list[Skill]:
     """Every usable skill in ``directory``; broken files are logged and skipped."""
     skills = []
     try:

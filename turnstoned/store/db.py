@@ -1,7 +1,9 @@
-"""The daemon's SQLite store (WAL): sessions and every committed message.
+"""The daemon's SQLite store (WAL): sessions, every committed message, queued input.
 
 Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
-loses nothing the fold had committed. Message bodies are stored as JSON
+loses nothing the fold had committed. Input a running turn has not read yet is
+kept in ``queued_inputs`` from the moment it is accepted until the commit that
+folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
 Memories (``memory``) and decisions about project MCP configs (``trust``)
@@ -13,17 +15,17 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
 from turnstoned.store import trust as _trust
+from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +53,21 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
+CREATE TABLE IF NOT EXISTS queued_inputs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS queued_by_session ON queued_inputs(session_id, seq);
 """
 
 
 @dataclass(frozen=True, slots=True)
 class SessionRow:
     id: str
-    kind: str
+    kind: SessionKind
     cwd: str
     workspace: str | None
     model: str | None
@@ -84,55 +94,16 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> SessionRow:
     )
 
 
-class Store:
-    """Thread-safe access to one SQLite file."""
+class Store(Database):
+    """The daemon's tables: sessions, messages (indexed for recall), memories."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        super().__init__(path)
         self._db.executescript(_SCHEMA)
         _memory.install(self._db)
         _trust.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, args in statements:
-                    self._db.execute(sql, args)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """The connection inside one write transaction (committed unless the block raises)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one read-only statement."""
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
 
     def create_session(self, row: SessionRow) -> None:
         self._write([(
@@ -166,12 +137,16 @@ class Store:
             ).fetchall()
         return [_row(r) for r in rows]
 
-    def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]]) -> None:
-        """Commit ``(role, turn_id, json_body)`` rows in one transaction."""
+    def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]],
+                        dequeue: Sequence[str] = ()) -> None:
+        """Commit ``(role, turn_id, json_body)`` rows in one transaction, which also removes
+        the queued inputs ``dequeue`` names (the messages fold them in)."""
         if not messages:
             return
         now = time.time()
-        statements: list[tuple[str, Sequence[Any]]] = []
+        statements: list[tuple[str, Sequence[Any]]] = [
+            ("DELETE FROM queued_inputs WHERE session_id = ? AND id = ?", (session_id, queued_id))
+            for queued_id in dequeue]
         for role, turn_id, body in messages:
             statements.append((
                 "INSERT INTO messages (session_id, turn_id, role, body, created_at) "
@@ -181,6 +156,16 @@ class Store:
                 statements.append((_recall.INSERT_SQL, entry))
         statements.append(("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)))
         self._write(statements)
+
+    def queue_input(self, session_id: str, input_id: str, body: str) -> None:
+        """Keep input a running turn will read at its next seam (until a commit folds it)."""
+        sql = "INSERT INTO queued_inputs (session_id, id, body, created_at) VALUES (?,?,?,?)"
+        self._write([(sql, (session_id, input_id, body, time.time()))])
+
+    def load_queued(self, session_id: str) -> list[str]:
+        """The JSON bodies of a session's queued inputs, oldest first."""
+        return [r[0] for r in self.query(
+            "SELECT body FROM queued_inputs WHERE session_id = ? ORDER BY seq", (session_id,))]
 
     def load_messages(self, session_id: str) -> list[str]:
         """The JSON bodies of a session's messages, in commit order."""

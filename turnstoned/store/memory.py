@@ -1,45 +1,24 @@
-"""Structured memories: named notes kept in SQLite, each in one scope.
+"""Structured memories: named notes kept in SQLite, each in one place.
 
-A memory is identified by ``(scope, scope_key, name)``. The scope says who
-shares it; the key says which instance of the scope it lives in:
-
-========== =================================== ===========================
-scope      shared by                           key
-========== =================================== ===========================
-global     every session                       ``""``
-workstream one session                         the session id
-user       the OS user's sessions              the OS user name
-coordinator the OS user's coordinator sessions the OS user name
-project    sessions in one workspace           the workspace root path
-========== =================================== ===========================
-
-The project root is the session's workspace folder, else the nearest
-directory at or above its cwd that holds ``.git``.
+A memory is identified by ``(scope, scope_key, name)``; which scopes exist and
+who shares each is ``turnstoned.scopes``. This module only stores and finds.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
 import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from turnstoned.protocol import MemoryScope, MemoryType
+from turnstoned.scopes import ScopeRef
 
 if TYPE_CHECKING:
-    from turnstoned.store.db import Store
+    from turnstoned.store.sqlite import Database
 
-SCOPES = ("global", "workstream", "user", "coordinator", "project")
-TYPES = ("user", "general", "feedback", "reference")
-KIND_SCOPES: dict[str, tuple[str, ...]] = {
-    "interactive": ("global", "workstream", "user", "project"),
-    "coordinator": ("global", "coordinator", "user", "project"),
-}
-# What an editor sees without naming a session: the scopes that do not depend on one.
-SESSIONLESS_SCOPES = ("global", "user", "coordinator")
-
+TYPES: tuple[MemoryType, ...] = ("user", "general", "feedback", "reference")
 _DDL = """
 CREATE TABLE IF NOT EXISTS memories (
     scope TEXT NOT NULL,
@@ -66,24 +45,12 @@ def install(db: sqlite3.Connection) -> None:
     db.executescript(_DDL)
 
 
-class ScopeError(ValueError):
-    """A scope that does not exist, or that this session cannot use; the text says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeRef:
-    """One concrete place a memory can live."""
-
-    scope: str
-    key: str
-
-
 @dataclass(frozen=True, slots=True)
 class Memory:
-    scope: str
+    scope: MemoryScope
     scope_key: str
     name: str
-    type: str
+    type: MemoryType
     description: str
     content: str
     created_at: float
@@ -91,92 +58,14 @@ class Memory:
     access_count: int
 
 
-def os_user() -> str:
-    """The OS user name (the uid when the system cannot name it)."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return f"uid{os.getuid()}"
-
-
-def project_root(cwd: Path, workspace: Path | None) -> Path | None:
-    """The workspace folder, else the nearest directory at or above ``cwd`` holding ``.git``."""
-    if workspace is not None:
-        return workspace
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Scopes:
-    """The memory scopes one session may use, and the key of each."""
-
-    kind: str
-    session_id: str
-    user: str
-    project: str | None
-
-    @classmethod
-    def for_session(cls, session_id: str, kind: str, cwd: Path,
-                    workspace: Path | None) -> Scopes:
-        root = project_root(cwd, workspace)
-        return cls(kind=kind, session_id=session_id, user=os_user(),
-                   project=str(root) if root is not None else None)
-
-    def allowed(self) -> tuple[str, ...]:
-        """The scopes this session's kind may name."""
-        return KIND_SCOPES.get(self.kind, KIND_SCOPES["interactive"])
-
-    def default(self) -> str:
-        """Where an unscoped save/get/delete goes."""
-        if self.project is not None:
-            return "project"
-        return "coordinator" if self.kind == "coordinator" else "global"
-
-    def ref(self, scope: str | None) -> ScopeRef:
-        """The one place ``scope`` (None: the default) means; ``ScopeError`` if unusable."""
-        name = self.default() if scope is None else scope
-        if name not in SCOPES:
-            raise ScopeError(f"Error: invalid scope '{name}'. Valid: {', '.join(self.allowed())}")
-        if name not in self.allowed():
-            raise ScopeError(f"Error: scope '{name}' is unavailable to {self.kind} sessions. "
-                             f"Available: {', '.join(self.allowed())}")
-        if name == "project" and self.project is None:
-            raise ScopeError("Error: scope 'project' is unavailable: this session has no "
-                             "workspace folder and its directory is not inside a git repository.")
-        return ScopeRef(name, self.key(name))
-
-    def key(self, scope: str) -> str:
-        if scope == "workstream":
-            return self.session_id
-        if scope in ("user", "coordinator"):
-            return self.user
-        if scope == "project":
-            return self.project or ""
-        return ""
-
-    def visible(self) -> list[ScopeRef]:
-        """Every place this session can see, in display order (the search/list union)."""
-        return [ScopeRef(s, self.key(s)) for s in self.allowed()
-                if s != "project" or self.project is not None]
-
-
-def sessionless_refs() -> list[ScopeRef]:
-    """The session-independent scopes, for editors that name no session."""
-    user = os_user()
-    return [ScopeRef(s, user if s in ("user", "coordinator") else "") for s in SESSIONLESS_SCOPES]
-
-
-def _memory(row: Sequence[object]) -> Memory:
-    return Memory(*row)  # type: ignore[arg-type]
+def _memory(row: tuple[Any, ...]) -> Memory:
+    return Memory(*row)
 
 
 class MemoryStore:
     """Memories in the daemon's store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     def save(self, ref: ScopeRef, name: str, description: str, content: str,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from turnstoned.store.db import Store
+    from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
 
@@ -187,14 +187,14 @@ WHERE {FTS_TABLE} MATCH ? AND f.rowid IN (SELECT value FROM json_each(?))
 """
 
 
-def current_turn(store: Store, session_id: str) -> str | None:
+def current_turn(store: Database, session_id: str) -> str | None:
     """The turn of the session's newest message: the one a running tool call belongs to."""
     rows = store.query("SELECT turn_id FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                        (session_id,))
     return rows[0][0] if rows else None
 
 
-def search(store: Store, query: str, *, limit: int = 20, offset: int = 0,
+def search(store: Database, query: str, *, limit: int = 20, offset: int = 0,
            exclude: tuple[str, str | None] | None = None) -> list[Hit]:
     """Messages matching every term of ``query`` (any text is valid), best first.
 

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from turnstoned.store.db import Store
+    from turnstoned.store.sqlite import Database
 
 Decision = Literal["trusted", "denied"]
 
@@ -31,7 +31,7 @@ def install(db: sqlite3.Connection) -> None:
 class TrustStore:
     """``trusted``/``denied`` for one version (sha256) of one workspace's ``.mcp.json``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self._store = store
 
     def decision(self, workspace: str, digest: str) -> Decision | None:

@@ -11,14 +11,24 @@ computed on first use so that importing this package costs nothing.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 import functools
 import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import msgspec
+
+from turnstoned.tools.base import (
+    AgentKind,
+    PreparedCall,
+    ToolContext,
+    ToolOutput,
+    prepare_error,
+)
 
 META_KEYS = frozenset(
     {
@@ -51,13 +61,37 @@ class ToolSpec:
     def auto_approve(self) -> bool:
         return bool(self.meta.get("auto_approve"))
 
-    def in_kind(self, kind: str) -> bool:
+    def handle(self) -> BuiltinTool:
+        """The tool as the pipeline calls it."""
+        return BuiltinTool(self.name, self.module, self.meta.get("primary_key"))
+
+    def in_kind(self, kind: AgentKind) -> bool:
         if kind == "task":
             return bool(self.meta.get("task_agent"))
         coordinator = bool(self.meta.get("coordinator"))
         if kind == "coordinator":
             return coordinator
         return not coordinator or bool(self.meta.get("interactive"))
+
+
+class BuiltinTool:
+    """A ``turnstoned.tools.<name>`` module as a ``ToolHandle``: arguments decoded into its
+    ``Args`` (unknown keys ignored, numbers and flags in text accepted)."""
+
+    def __init__(self, name: str, module: ModuleType, primary_key: str | None) -> None:
+        self.name, self.module, self.primary_key = name, module, primary_key
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
+        try:
+            decoded = msgspec.convert(args, self.module.Args, strict=False)
+        except msgspec.ValidationError as exc:
+            return prepare_error(f"Error: invalid arguments for {self.name}: {exc}")
+        call: PreparedCall = self.module.prepare(decoded, ctx)
+        return call
+
+    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        output: ToolOutput = await self.module.execute(call, ctx)
+        return output
 
 
 def _load_one(path: Path) -> ToolSpec:
@@ -108,7 +142,7 @@ def _wire(function: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _variant(spec: ToolSpec, kind: str) -> dict[str, Any]:
+def _variant(spec: ToolSpec, kind: AgentKind) -> dict[str, Any]:
     variant = (spec.meta.get("kind_variants") or {}).get(kind)
     if not variant:
         return spec.function
@@ -137,7 +171,7 @@ def _with_notes(function: dict[str, Any], spec: ToolSpec, cwd: str, workspace: s
     return out
 
 
-def tools_for(kind: str, cwd: str = "", workspace: str | None = None) -> list[dict[str, Any]]:
+def tools_for(kind: AgentKind, cwd: str = "", workspace: str | None = None) -> list[dict[str, Any]]:
     """The wire schemas a session of ``kind`` sees, with variants and notes applied.
 
     Coordinator sessions never get notes. The returned dicts are fresh copies
@@ -154,7 +188,7 @@ def tools_for(kind: str, cwd: str = "", workspace: str | None = None) -> list[di
     return out
 
 
-def _names(kind: str) -> list[str]:
+def _names(kind: AgentKind) -> list[str]:
     return [s.name for s in registry().values() if s.in_kind(kind)]
 
 
@@ -177,6 +211,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def tool_names(kind: str) -> list[str]:
+def tool_names(kind: AgentKind) -> list[str]:
     """Names of the built-in tools a session of ``kind`` may call."""
     return _names(kind)

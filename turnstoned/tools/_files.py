@@ -48,29 +48,6 @@ def real_key(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def as_int(value: object) -> int | None:
-    """``value`` as an int the way the model means it; None when it is not one."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value == value and abs(value) != float("inf") else None
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def as_bool(value: object) -> bool:
-    """The lenient boolean dialect: true, or "true"/"1"/"yes"/"on", or a non-zero number."""
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "1", "yes", "on"}
-    if isinstance(value, (bool, int, float)):
-        return bool(value)
-    return False
 
 
 # -- reading ------------------------------------------------------------------

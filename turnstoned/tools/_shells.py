@@ -232,6 +232,7 @@ def registry(env: SessionEnv) -> ShellRegistry:
         return found
     created = ShellRegistry(env)
     env.state["shells"] = created
+    env.on_close(created.close_all, lambda: kill_all_now(env))
     return created
 
 

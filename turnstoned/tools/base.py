@@ -10,24 +10,34 @@ A tool is `tools/<name>.json` (what the model sees, plus metadata) and
   decides ``needs_approval``. A problem is returned as ``PreparedCall(error=...)``;
 - ``async execute(call, ctx) -> ToolOutput``: the only place with side effects.
 
-Modules whose name starts with ``_`` are helpers, not tools.
+Modules whose name starts with ``_`` are helpers, not tools. The pipeline calls
+every tool, built-in or not, through a ``ToolHandle``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from turnstoned.protocol import FileChangeKind
+from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind
 
 if TYPE_CHECKING:
+    from turnstoned.mcp.manager import MCPManager
     from turnstoned.net.services import WebServices
+    from turnstoned.store import Store
     from turnstoned.store.previews import PreviewRecord, PreviewStore
 
-EffectStatus = Literal["none", "unknown", "partial", "rolled_back"]
+__all__ = ["EffectStatus"]
+
+log = logging.getLogger(__name__)
+
+# Which tools an agent sees: an editor's session (interactive or coordinator), or a
+# task (a sub-agent running a delegated job; the tools' ``task_agent`` metadata).
+AgentKind = Literal["interactive", "coordinator", "task"]
 
 
 @dataclass(slots=True)
@@ -73,13 +83,22 @@ class PreparedCall:
     policy: BatchPolicy | None = None
     file_change: FileProposal | None = None
     # Filled in by the pipeline:
-    call_id: str = ""
+    call_id: str = ""  # daemon-unique: items, approvals, results and the store use it
+    model_id: str = ""  # the id the model gave the call (unique within its reply)
     tool: str = ""
     arguments: str = "{}"  # repaired JSON text, safe to send back to the model
 
     @property
     def label(self) -> str:
         return self.approval_label or self.tool
+
+    def file_change_info(self) -> FileChange | None:
+        """The proposed file change as items and approvals show it (no full texts)."""
+        fc = self.file_change
+        if fc is None:
+            return None
+        return FileChange(path=fc.path, kind=fc.kind, unified_diff=fc.unified_diff,
+                          truncated=fc.truncated)
 
 
 def prepare_error(message: str, header: str = "") -> PreparedCall:
@@ -123,8 +142,8 @@ class ToolSettings:
 class Services:
     """Daemon-wide components handed to tools; None where not running (e.g. unit tests)."""
 
-    store: Any = None  # turnstoned.store.Store: the daemon's SQLite store
-    mcp: Any = None  # turnstoned.mcp manager
+    store: Store | None = None  # the daemon's SQLite store
+    mcp: MCPManager | None = None
     data_dir: Path | None = None
     config_dir: Path | None = None
     model_name: str | None = None
@@ -139,13 +158,31 @@ class Services:
     # Tell the editor that a preview is ready: (session_id, call_id, record).
     preview_opened: Callable[[str, str, PreviewRecord], None] = lambda sid, call, record: None
 
+    def need_store(self) -> Store:
+        """The store, for a tool whose prepare checked it is there."""
+        if self.store is None:
+            raise RuntimeError("the daemon's store is not available here")
+        return self.store
+
+    def need_mcp(self) -> MCPManager:
+        """The MCP manager, for a tool whose prepare checked it is there."""
+        if self.mcp is None:
+            raise RuntimeError("no MCP servers are configured")
+        return self.mcp
+
+
+@dataclass(frozen=True, slots=True)
+class Closer:
+    close: Callable[[], Awaitable[None]]
+    kill_now: Callable[[], None]
+
 
 @dataclass(slots=True)
 class SessionEnv:
     """What a tool may know about, and keep in, the session it runs in."""
 
     session_id: str
-    kind: str  # "interactive" | "coordinator" | "task"
+    kind: AgentKind
     cwd: Path
     workspace: Path | None = None
     settings: ToolSettings = field(default_factory=ToolSettings)
@@ -163,6 +200,29 @@ class SessionEnv:
     save_persisted: Callable[[dict[str, Any]], None] = lambda state: None
     # Daemon-wide services tools may use (store, MCP manager, ...).
     services: Services = field(default_factory=lambda: Services())
+    # How to release what tools opened for the session (background shells, ...).
+    closers: list[Closer] = field(default_factory=list)
+
+    def on_close(self, close: Callable[[], Awaitable[None]], kill_now: Callable[[], None]) -> None:
+        """Register a resource: ``close`` ends it gracefully when the session closes,
+        ``kill_now`` ends it at once at daemon exit (outside any event loop)."""
+        self.closers.append(Closer(close, kill_now))
+
+    async def close(self) -> None:
+        """Close every registered resource (each failure is logged; the others still close)."""
+        for closer in list(self.closers):
+            try:
+                await closer.close()
+            except Exception:  # one resource must not keep the others open
+                log.exception("closing a resource of session %s", self.session_id)
+
+    def kill_now(self) -> None:
+        """The last resort at daemon exit: end every registered resource without waiting."""
+        for closer in list(self.closers):
+            try:
+                closer.kill_now()
+            except OSError:
+                log.exception("killing a resource of session %s", self.session_id)
 
     def persist(self, key: str, value: Any) -> None:
         """Set (or, with None, remove) a persisted session value and save it."""
@@ -184,6 +244,17 @@ class SessionEnv:
         return max(16_384, int(self.settings.context_window * 4 * 0.5))
 
 
+class ToolHandle(Protocol):
+    """A callable tool as the pipeline sees it (a built-in module, an MCP tool, tool search)."""
+
+    name: str
+    primary_key: str | None
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall: ...
+
+    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput: ...
+
+
 @dataclass(slots=True)
 class ToolContext:
     """Handed to prepare and execute: the session plus this one call."""
@@ -195,13 +266,20 @@ class ToolContext:
     emit_output: Callable[[str], None] = lambda chunk: None
 
 
-def truncate_middle(text: str, limit: int) -> str:
-    """Keep the head and tail of ``text`` within ``limit`` chars, saying what was cut."""
-    if limit <= 0 or len(text) <= limit:
+def truncate_middle(text: str, limit: int, total: int | None = None) -> str:
+    """Keep the head and tail of ``text`` within ``limit`` chars, saying what was cut.
+
+    ``total`` is the length the output really had when part of it was already dropped
+    while it streamed (the notice counts against it; ``text`` is then cut even if short).
+    """
+    full = len(text) if total is None else total
+    if limit <= 0 or full <= limit:
         return text
     half = limit // 2
-    omitted = len(text) - 2 * half
-    return (
-        f"{text[:half]}\n\n... [{omitted} chars truncated — output exceeded "
-        f"{limit} char limit] ...\n\n{text[len(text) - half:]}"
-    )
+    return (f"{text[:half]}\n\n{truncation_notice(full - 2 * half, limit)}\n\n"
+            f"{text[len(text) - half:]}")
+
+
+def truncation_notice(omitted: int, limit: int) -> str:
+    """The line that stands where the middle of a long output was cut."""
+    return f"... [{omitted} chars truncated — output exceeded {limit} char limit] ..."

@@ -20,6 +20,7 @@ import msgspec
 
 from turnstoned.envscrub import scrub_env
 from turnstoned.tools import _shells
+from turnstoned.tools._lenient import as_bool, as_int
 from turnstoned.tools._procs import LineSplitter, OutputCollector, ScriptProcess, start_script
 from turnstoned.tools._safety import blocked_message, normalize_command
 from turnstoned.tools.base import (
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 MIN_TIMEOUT, MAX_TIMEOUT = 1, 600
 _STREAM_PENDING_MAX = 64 * 1024  # flush a newline-less stretch to the editor past this size
 _STDERR_LINE_MAX = 64 * 1024
-_TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 
 Outcome = Literal["exited", "timeout", "cancelled"]
 
@@ -60,26 +60,10 @@ class BashPlan:
     background: bool
 
 
-def lenient_bool(value: Any) -> bool:
-    """``True``/``"true"``/``"1"``/``"yes"``/``"on"`` (any case) and non-zero numbers are true."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return bool(value)
-    if isinstance(value, str):
-        return value.strip().lower() in _TRUE_WORDS
-    return False
-
-
 def coerce_timeout(value: Any) -> int | None:
     """An int clamped to 1..600, or None when absent or not a number."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = int(value) if not isinstance(value, str) else int(float(value.strip()))
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return max(MIN_TIMEOUT, min(MAX_TIMEOUT, number))
+    number = as_int(value)
+    return None if number is None else max(MIN_TIMEOUT, min(MAX_TIMEOUT, number))
 
 
 def _header(command: str, tag: str) -> str:
@@ -100,11 +84,11 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     blocked = blocked_message(command)
     if blocked:
         return prepare_error(blocked, header=_header(command, ""))
-    background = lenient_bool(args.run_in_background) or lenient_bool(args.is_background)
+    background = as_bool(args.run_in_background) or as_bool(args.is_background)
     explicit = coerce_timeout(args.timeout)
     timeout = explicit if explicit is not None else ctx.env.settings.timeout
     tag = " (background)" if background else (f" ({explicit}s)" if explicit is not None else "")
-    plan = BashPlan(command, timeout, lenient_bool(args.stop_on_error), background)
+    plan = BashPlan(command, timeout, as_bool(args.stop_on_error), background)
     return PreparedCall(
         header=_header(command, tag),
         preview=command,
@@ -184,17 +168,9 @@ class _ForegroundOutput:
                 text += "\n"
             text += self.stderr.text()
         text = text.strip()
+        # Memory was bounded while streaming: the notice counts what was dropped.
         dropped = self.stdout.dropped + self.stderr.dropped
-        if not dropped:
-            return truncate_middle(text, cap)
-        # Memory was bounded while streaming: same notice as truncate_middle,
-        # counted against the full length.
-        half = cap // 2
-        omitted = len(text) + dropped - 2 * half
-        return (
-            f"{text[:half]}\n\n... [{omitted} chars truncated — output exceeded "
-            f"{cap} char limit] ...\n\n{text[len(text) - half:]}"
-        )
+        return truncate_middle(text, cap, total=len(text) + dropped)
 
 
 async def _wait_leader(proc: ScriptProcess, timeout: float, cancel: asyncio.Event) -> Outcome:

@@ -15,13 +15,13 @@ import msgspec
 
 from turnstoned.tools._files import (
     FileProblem,
-    as_int,
     collect,
     decode_lenient,
     read_bytes,
     split_keepends,
     unified_diff,
 )
+from turnstoned.tools._lenient import as_int
 from turnstoned.tools._paths import place, read_gate
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 

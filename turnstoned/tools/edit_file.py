@@ -28,14 +28,13 @@ from turnstoned.tools._edit import (
 from turnstoned.tools._files import (
     FileProblem,
     TextDoc,
-    as_bool,
-    as_int,
     atomic_write,
     capped_preview,
     decode_lenient,
     read_bytes,
     real_key,
 )
+from turnstoned.tools._lenient import as_bool, as_int
 from turnstoned.tools._paths import place
 from turnstoned.tools._proposal import exact_text, propose
 from turnstoned.tools.base import FileProposal, PreparedCall, ToolContext, ToolOutput, prepare_error

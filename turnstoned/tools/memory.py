@@ -13,8 +13,10 @@ from typing import Any
 import msgspec
 
 from turnstoned.net.rerank import reorder
+from turnstoned.scopes import ScopeError, ScopeRef, Scopes
 from turnstoned.search import BM25Index, tokenize
-from turnstoned.store.memory import TYPES, Memory, MemoryStore, ScopeError, ScopeRef, Scopes
+from turnstoned.store.memory import TYPES, Memory, MemoryStore
+from turnstoned.tools._lenient import int_or
 from turnstoned.tools._memory_names import (
     MemoryInputError,
     normalize_description,
@@ -85,14 +87,9 @@ def _type(value: Any) -> str | None:
 
 
 def _limit(value: Any) -> int:
-    if value is None or value == "":
-        return DEFAULT_LIMIT
-    if isinstance(value, bool):
+    number = int_or(value, DEFAULT_LIMIT)
+    if number is None:
         raise _Invalid("Error: 'limit' must be an integer")
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise _Invalid("Error: 'limit' must be an integer") from None
     return max(1, min(MAX_LIMIT, number))
 
 
@@ -167,7 +164,7 @@ def _policy(access: str) -> BatchPolicy:
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     """Run the planned action against the store."""
     plan: Plan = call.data
-    memories = MemoryStore(ctx.env.services.store)
+    memories = MemoryStore(ctx.env.services.need_store())
     if plan.action == "save":
         return _save(memories, plan)
     if plan.action == "get":

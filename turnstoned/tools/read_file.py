@@ -23,13 +23,19 @@ from turnstoned.tools._files import (
     IMAGE_MIME,
     SNIFF_BYTES,
     FileProblem,
-    as_int,
     binary_error,
     is_binary,
     not_found,
 )
+from turnstoned.tools._lenient import as_int
 from turnstoned.tools._paths import place, read_gate
-from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+from turnstoned.tools.base import (
+    PreparedCall,
+    ToolContext,
+    ToolOutput,
+    prepare_error,
+    truncation_notice,
+)
 
 _CHECK_EVERY = 65_536  # lines between looks at the stop flag
 _COUNT_CHUNK = 1 << 20
@@ -91,11 +97,8 @@ class HeadTail:
             return "".join(self._full)
         tail = "".join(self._tail)
         tail = tail[len(tail) - self.half :] if self.half else ""
-        omitted = self.size - 2 * self.half
-        return (
-            f"{self._head}\n\n... [{omitted} chars truncated — output exceeded "
-            f"{self.limit} char limit] ...\n\n{tail}"
-        )
+        notice = truncation_notice(self.size - 2 * self.half, self.limit)
+        return f"{self._head}\n\n{notice}\n\n{tail}"
 
 
 def _window(args: Args) -> tuple[int, int | None]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import msgspec
 
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
+
+if TYPE_CHECKING:
+    from turnstoned.mcp.manager import MCPManager
 
 
 class Args(msgspec.Struct):
@@ -25,11 +29,10 @@ def approval_label(uri: str) -> str:
     return "mcp_resource__" + urlunsplit(parts._replace(path=quote(path)))
 
 
-def _known(uri: str, manager: object) -> bool:
-    if any(r.uri == uri for r in manager.resources()):  # type: ignore[attr-defined]
+def _known(uri: str, manager: MCPManager) -> bool:
+    if any(r.uri == uri for r in manager.resources()):
         return True
-    return any(t.prefix and uri.startswith(t.prefix)
-               for t in manager.resource_templates())  # type: ignore[attr-defined]
+    return any(t.prefix and uri.startswith(t.prefix) for t in manager.resource_templates())
 
 
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
@@ -48,5 +51,5 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
 
 
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-    result = await ctx.env.services.mcp.read_resource(call.data)
+    result = await ctx.env.services.need_mcp().read_resource(call.data)
     return ToolOutput(result.content, is_error=result.is_error, effect_status=result.effect_status)

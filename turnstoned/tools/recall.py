@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from turnstoned.store import recall as index
+from turnstoned.tools._lenient import int_or
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 DEFAULT_LIMIT, MAX_LIMIT = 20, 50
@@ -38,17 +39,6 @@ class Plan:
     offset: int
 
 
-def _int(value: Any, default: int) -> int | None:
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     """Check the query and clamp limit (1..50) and offset (>= 0)."""
     if ctx.env.services.store is None:
@@ -56,7 +46,7 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     query = args.query.strip() if isinstance(args.query, str) else ""
     if not query:
         return prepare_error("Error: query is required", header="⚠ recall: no query")
-    limit, offset = _int(args.limit, DEFAULT_LIMIT), _int(args.offset, 0)
+    limit, offset = int_or(args.limit, DEFAULT_LIMIT), int_or(args.offset, 0)
     if limit is None or offset is None:
         return prepare_error("Error: limit and offset must be integers",
                              header=f"⚠ recall '{query[:80]}': bad limit/offset")
@@ -68,7 +58,7 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     """Search in a worker thread (a large history takes a moment) and list the hits."""
     plan: Plan = call.data
-    store, session_id = ctx.env.services.store, ctx.env.session_id
+    store, session_id = ctx.env.services.need_store(), ctx.env.session_id
 
     def run() -> list[index.Hit]:
         turn = index.current_turn(store, session_id)

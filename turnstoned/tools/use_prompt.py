@@ -34,5 +34,5 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
 
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     name, values = call.data
-    result = await ctx.env.services.mcp.get_prompt(name, values)
+    result = await ctx.env.services.need_mcp().get_prompt(name, values)
     return ToolOutput(result.content, is_error=result.is_error, effect_status=result.effect_status)

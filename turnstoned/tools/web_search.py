@@ -114,7 +114,7 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
 async def _mcp(search: Search, ctx: ToolContext) -> ToolOutput:
     tool = search.backend
     assert not isinstance(tool, Searxng)
-    manager = ctx.env.services.mcp
+    manager = ctx.env.services.need_mcp()
     declared = set((tool.input_schema or {}).get("properties") or ())
     arguments: dict[str, Any] = {"query": search.query}
     if "max_results" in declared:

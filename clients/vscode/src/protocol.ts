@@ -4,6 +4,16 @@
 export const PROTOCOL_VERSION = 1;
 export const PROTOCOL_REVISION = "1.2";
 
+/**
+ * Text of an ``agentMessage`` item.
+ */
+export interface AgentMessageDelta {
+  sessionId: string;
+  turnId: string;
+  itemId: string;
+  delta: string;
+}
+
 export interface AgentMessageItem {
   type: "agentMessage";
   id: string;
@@ -100,13 +110,6 @@ export interface ItemCompleted {
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 }
 
-export interface ItemDelta {
-  sessionId: string;
-  turnId: string;
-  itemId: string;
-  delta: string;
-}
-
 export interface ItemStarted {
   sessionId: string;
   turnId: string;
@@ -171,6 +174,19 @@ export interface McpServerRefreshParams {
 
 export interface McpServerRefreshResult {
   changes: McpChange[];
+}
+
+/**
+ * An MCP server's new state (the same fields as ``McpServerInfo``).
+ */
+export interface McpServerStatusChanged {
+  name: string;
+  status: "connected" | "connecting" | "disabled" | "failed" | "untrusted";
+  tools?: number;
+  resources?: number;
+  prompts?: number;
+  error?: string | null;
+  origin?: string | null;
 }
 
 /**
@@ -290,6 +306,16 @@ export interface PreviewReadResult {
   offset?: number;
   data: string;
   eof: boolean;
+}
+
+/**
+ * Text of a ``reasoning`` item.
+ */
+export interface ReasoningDelta {
+  sessionId: string;
+  turnId: string;
+  itemId: string;
+  delta: string;
 }
 
 export interface ReasoningItem {
@@ -462,6 +488,7 @@ export interface UserMessageItem {
   type: "userMessage";
   id: string;
   text: string;
+  queued?: boolean;
 }
 
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";
@@ -469,6 +496,9 @@ export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
 export type EffectStatus = "none" | "partial" | "rolled_back" | "unknown";
 export type Decision = "always" | "approve" | "deny";
+export type ResolvedDecision = "always" | "approve" | "auto" | "cancelled" | "deny" | "timeout";
+export type TurnStatus = "completed" | "failed" | "interrupted";
+export type SessionStatus = "closed" | "idle" | "running";
 export type FileChangeKind = "create" | "delete" | "modify";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
@@ -536,8 +566,8 @@ export interface ClientRequests {
 export interface DaemonNotifications {
   "turn/started": TurnStarted;
   "item/started": ItemStarted;
-  "item/agentMessage/delta": ItemDelta;
-  "item/reasoning/delta": ItemDelta;
+  "item/agentMessage/delta": AgentMessageDelta;
+  "item/reasoning/delta": ReasoningDelta;
   "item/toolCall/outputDelta": ToolOutputDelta;
   "item/completed": ItemCompleted;
   "approval/resolved": ApprovalResolved;
@@ -545,7 +575,7 @@ export interface DaemonNotifications {
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
   "preview/open": PreviewOpen;
-  "mcpServer/statusChanged": McpServerInfo;
+  "mcpServer/statusChanged": McpServerStatusChanged;
 }
 
 /** Requests the daemon sends; the client answers. */
