@@ -191,7 +191,7 @@ end
 ---@param item turnstoned.Item
 function Chat:item_started(item)
   if item.type == 'userMessage' then
-    return self:user(item.text)
+    return self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil)
   end
   self:edit(function()
     if item.type == 'agentMessage' then
