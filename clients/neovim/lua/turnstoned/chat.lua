@@ -94,18 +94,32 @@ local function lines_of(text)
   return vim.split(text or '', '\n', { plain = true })
 end
 
---- The user's prompt, as sent.
+--- The user's prompt, as sent; returns the mark of its heading (for `Chat:user_note`).
 ---@param text string
 ---@param note? string shown after the heading (e.g. queued)
+---@return integer mark
 function Chat:user(text, note)
   self.answering = false
+  local mark
   self:edit(function()
     local row = tb.append_paragraph(self.buf, { USER_HEADING, '', unpack(lines_of(text)) })
-    if note then
-      api.nvim_buf_set_extmark(self.buf, tb.status_ns, row, 0,
-        { virt_text = { { note, 'TurnstonedPending' } } })
-    end
+    mark = api.nvim_buf_set_extmark(self.buf, tb.status_ns, row, 0, {})
   end)
+  if note then
+    self:user_note(mark, note)
+  end
+  return mark
+end
+
+--- Say something after a prompt's heading (that it was queued).
+---@param mark integer
+---@param note string
+function Chat:user_note(mark, note)
+  local row = api.nvim_buf_get_extmark_by_id(self.buf, tb.status_ns, mark, {})[1]
+  if row then
+    api.nvim_buf_set_extmark(self.buf, tb.status_ns, row, 0,
+      { id = mark, virt_text = { { note, 'TurnstonedPending' } } })
+  end
 end
 
 function Chat:heading()
@@ -191,7 +205,8 @@ end
 ---@param item turnstoned.Item
 function Chat:item_started(item)
   if item.type == 'userMessage' then
-    return self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil)
+    self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil)
+    return
   end
   self:edit(function()
     if item.type == 'agentMessage' then

@@ -165,8 +165,9 @@ end
 
 ---@param chat turnstoned.Chat
 ---@param text string
+---@param mark integer the prompt's heading in the transcript
 ---@param retried? boolean
-local function start_turn(chat, text, retried)
+local function start_turn(chat, text, mark, retried)
   client.request(methods.turn_start, {
     sessionId = chat.sid,
     input = { { type = 'text', text = text } },
@@ -176,13 +177,15 @@ local function start_turn(chat, text, retried)
         if e then
           return chat:note('> ✗ ' .. e.message)
         end
-        start_turn(chat, text, true)
+        start_turn(chat, text, mark, true)
       end)
     end
     if err then
       return chat:note('> ✗ ' .. err.message)
     end
-    if not result.queued then
+    if result.queued then
+      chat:user_note(mark, '  queued: the running turn reads it at its next step')
+    else
       chat.turn_id = result.turnId
     end
   end)
@@ -200,10 +203,10 @@ end
 ---@param text string
 function M.send(text)
   local chat = M.current()
-  chat:user(text, chat.running and '  queued: the running turn reads it at its next step' or nil)
+  local mark = chat:user(text)
   chat.title = chat.title or vim.split(text, '\n')[1]
   if chat.sid then
-    return start_turn(chat, text)
+    return start_turn(chat, text, mark)
   end
   local cwd = M.cwd()
   client.request(methods.session_start, { cwd = cwd }, function(err, result)
@@ -214,7 +217,7 @@ function M.send(text)
     chat:bind(result.sessionId)
     chats[result.sessionId] = chat
     refresh()
-    start_turn(chat, text)
+    start_turn(chat, text, mark)
   end)
 end
 

@@ -61,7 +61,12 @@ end
 local function status_at(chat, lnum)
   local marks = api.nvim_buf_get_extmarks(chat.buf, require('turnstoned.textbuf').status_ns,
     { lnum - 1, 0 }, { lnum - 1, -1 }, { details = true })
-  return marks[1] and marks[1][4].virt_text[1][1] or ''
+  for _, m in ipairs(marks) do
+    if m[4].virt_text then
+      return m[4].virt_text[1][1]
+    end
+  end
+  return ''
 end
 
 H.test('a visual selection is sent with its path and line range', function()
@@ -323,6 +328,34 @@ H.test('approvals of two sessions are asked one at a time; a queued one can be w
   H.ok(H.text(first.buf):find('from%-first'), 'the first call ran')
   H.eq(#open, 1, 'the withdrawn question was never shown')
   H.eq(questions.pending(), 0, 'pending')
+end)
+
+H.test('input queued behind a running turn is shown as queued after the daemon restarts', function()
+  turnstoned.new_session()
+  local chat = session.current()
+  model.push({ hang = 30, after_text = 'Working on it' })
+  turnstoned.ask('First')
+  H.wait('the partial answer', function()
+    return H.text(chat.buf):find('Working on it', 1, true) ~= nil
+  end)
+  turnstoned.ask('Second, while it runs')
+  local heading = line_of(chat, 'Second, while it runs') - 2
+  H.wait('the daemon to say it is queued', function()
+    return status_at(chat, heading):find('queued', 1, true) ~= nil
+  end)
+  local sid = chat.sid
+  turnstoned.stop()
+  vim.cmd.bwipeout(chat.buf)
+  local resumed
+  turnstoned.resume(sid, function(_, c)
+    resumed = c
+  end)
+  H.wait('the resumed chat', function()
+    return resumed ~= nil
+  end)
+  local row = line_of(resumed, 'Second, while it runs') - 2 -- its heading
+  H.ok(status_at(resumed, row):find('the next prompt brings it along', 1, true),
+    'the queued note:\n' .. H.text(resumed.buf))
 end)
 
 H.run()
