@@ -12,7 +12,6 @@ local api = vim.api
 ---@field block turnstoned.Block
 ---@field status? string      a tool call's status, or 'approval' while it is asked about
 ---@field has_output? boolean a tool call's output fence is open
----@field tool? string
 ---@field status_mark? integer
 
 ---@class turnstoned.Chat
@@ -45,7 +44,6 @@ local STATUS = {
   declined = { '⊘ declined', 'TurnstonedWarn' },
   cancelled = { '⊘ cancelled', 'TurnstonedWarn' },
 }
-Chat.STATUS = STATUS
 
 ---@param name string
 ---@return integer
@@ -215,7 +213,6 @@ function Chat:item_started(item)
       self:add_block(item.id, item.type, { '💭 Reasoning', unpack(lines_of(item.text or '')) }, true)
     elseif item.type == 'toolCall' then
       local entry = self:add_block(item.id, item.type, tool_lines(item), true)
-      entry.tool = item.tool
       self:set_status(entry, item.status)
     elseif item.type == 'notice' then
       local quoted = vim.tbl_map(function(line)
