@@ -195,6 +195,22 @@ function H.find(labels, prefix)
   error(('no choice starting with %q in %s'):format(prefix, vim.inspect(labels)), 2)
 end
 
+--- Run an Ex command and wait for the first `vim.notify` it leads to; returns its text.
+---@param command string
+---@param what string
+---@return string
+function H.notified_by(command, what)
+  local notes = {}
+  vim.notify = function(msg)
+    notes[#notes + 1] = msg
+  end
+  vim.cmd(command)
+  H.wait(what, function()
+    return #notes > 0
+  end, 30000)
+  return notes[1]
+end
+
 --- Stub `vim.ui.input` to answer `text`.
 ---@param text? string
 function H.stub_input(text)

@@ -61,20 +61,13 @@ H.test(':TurnstonedMcp lists the servers and refreshes the one picked', function
   local seen = H.stub_select(function(items, labels)
     return labels[1]:find('^Refresh') and 1 or H.find(labels, 'everything')
   end)
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
-  vim.cmd('TurnstonedMcp')
-  H.wait('the refresh to be reported', function()
-    return #notes > 0
-  end)
+  local note = H.notified_by('TurnstonedMcp', 'the refresh to be reported')
   H.eq(#seen, 2, 'the server list, then its actions')
   H.ok(vim.iter(seen[1].labels):any(function(l)
     return l:find('^broken%s+failed') ~= nil
   end), 'the list shows the failed server: ' .. vim.inspect(seen[1].labels))
   H.eq(seen[1].labels[#seen[1].labels], '↻ refresh all', 'the last entry')
-  H.ok(notes[1]:find('turnstoned: ', 1, true) and not notes[1]:find('failed', 1, true), notes[1])
+  H.ok(note:find('turnstoned: ', 1, true) and not note:find('failed', 1, true), note)
 end)
 
 H.test(':TurnstonedLog shows the plugin log and the daemon stderr section', function()

@@ -79,31 +79,17 @@ end)
 
 H.test(':TurnstonedMcp shows the file, trusts it, and the server starts', function()
   local seen, previews = answer({ 'everything', "Trust this project's", 'Trust this file as shown' })
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
-  vim.cmd('TurnstonedMcp')
-  H.wait('the trust to be reported', function()
-    return #notes > 0
-  end, 30000)
+  local note = H.notified_by('TurnstonedMcp', 'the trust to be reported')
   H.ok(seen[1].labels[1]:find('untrusted', 1, true), 'the list says untrusted: ' .. seen[1].labels[1])
   H.ok(previews[3]:find('"mcpServers"', 1, true), 'the file as it is on disk:\n' .. previews[3])
-  H.ok(notes[1]:find('trusted .*everything connected'), notes[1])
+  H.ok(note:find('trusted .*everything connected'), note)
   H.eq(state.everything, 'connected', 'the status notification')
 end)
 
 H.test(':TurnstonedMcp revokes the trust and the server stops', function()
   answer({ 'everything', 'Revoke' })
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
-  vim.cmd('TurnstonedMcp')
-  H.wait('the revocation to be reported', function()
-    return #notes > 0
-  end, 30000)
-  H.ok(notes[1]:find('revoked', 1, true), notes[1])
+  local note = H.notified_by('TurnstonedMcp', 'the revocation to be reported')
+  H.ok(note:find('revoked', 1, true), note)
   H.wait('the server to be untrusted', function()
     return state.everything == 'untrusted'
   end)
