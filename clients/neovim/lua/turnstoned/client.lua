@@ -7,7 +7,7 @@
 --- an approval can wait for `vim.ui.select` without blocking the editor.
 local log = require('turnstoned.log')
 
-local LSP = vim.lsp.protocol.Methods
+local methods = require('turnstoned.protocol').methods
 local M = {}
 
 ---@alias turnstoned.ClientState 'stopped'|'starting'|'ready'|'failed'
@@ -109,13 +109,11 @@ end
 ---@param method string
 ---@param params table
 local function notification(method, params)
-  if method == LSP.window_showMessage or method == LSP.window_logMessage then
+  if method == methods.window_show_message then
     local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO }
     local level = levels[params.type] or vim.log.levels.INFO
     log.write(level >= vim.log.levels.WARN and 'warn' or 'info', 'daemon: %s', params.message)
-    if method == LSP.window_showMessage then
-      vim.notify(params.message, level, { title = 'turnstoned' })
-    end
+    vim.notify(params.message, level, { title = 'turnstoned' })
   end
   log.debug('<- %s', method)
   emit(method, params or {})
@@ -150,7 +148,7 @@ local function initialized(result)
   local caps = ((result.capabilities or {}).experimental or {}).turnstoned or {}
   log.info('daemon ready: %s %s, protocol %s', (result.serverInfo or {}).name or '?',
     (result.serverInfo or {}).version or '?', tostring(caps.protocolVersion))
-  assert(rpc).notify(LSP.initialized, vim.empty_dict())
+  assert(rpc).notify(methods.initialized, vim.empty_dict())
   settle(nil)
 end
 
@@ -187,7 +185,7 @@ function M.start(cb)
     return settle(start_error)
   end
   rpc = client
-  client.request(LSP.initialize, {
+  client.request(methods.initialize, {
     processId = vim.uv.os_getpid(),
     clientInfo = { name = 'Neovim', version = tostring(vim.version()) },
     rootUri = vim.NIL,
@@ -297,13 +295,13 @@ function M.stop(timeout_ms)
   generation = generation + 1
   state, rpc, init_result = 'stopped', nil, nil
   local done = false
-  client.request(LSP.shutdown, nil, function()
+  client.request(methods.shutdown, nil, function()
     done = true
   end)
   vim.wait(timeout_ms or 2000, function()
     return done
   end, 10)
-  client.notify(LSP.exit, nil)
+  client.notify(methods.exit, nil)
   log.info('daemon stopped')
 end
 

@@ -19,7 +19,9 @@ end
 function M.opened(chat, p)
   chat.previews = chat.previews or {}
   table.insert(chat.previews, p)
-  chat:note(('> 📄 preview (%s): %s — %s · :TurnstonedPreview shows it'):format(p.kind, p.title, p.source))
+  local dir = chat.info and chat.info.cwd
+  local source = dir and vim.startswith(p.source, dir .. '/') and p.source:sub(#dir + 2) or p.source
+  chat:note(('> 📄 preview (%s): %s — %s · :TurnstonedPreview shows it'):format(p.kind, p.title, source))
 end
 
 ---@param p turnstoned.PreviewOpen
