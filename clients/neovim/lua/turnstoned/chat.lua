@@ -13,6 +13,7 @@ local api = vim.api
 ---@field status? string      a tool call's status, or 'approval' while it is asked about
 ---@field has_output? boolean a tool call's output fence is open
 ---@field status_mark? integer
+---@field agent? boolean      a task agent's item
 
 ---@class turnstoned.Chat
 ---@field sid? string          the session, once started
@@ -199,20 +200,50 @@ function Chat:replace(b, lines)
   end)
 end
 
---- An item began (or, from history, arrived whole).
+local AGENT = '↳ ' -- marks what a task agent (a sub-agent of a task_agent call) did
+
+--- A message's or reasoning's lines, and whether they fold: the session's own messages are
+--- paragraphs, reasoning and a task agent's messages fold under a header.
 ---@param item turnstoned.Item
-function Chat:item_started(item)
+---@param agent boolean
+---@return string[] lines, boolean fold
+local function text_lines(item, agent)
+  local text = lines_of(item.text or '')
+  if item.type == 'reasoning' then
+    return { (agent and AGENT or '') .. '💭 Reasoning', unpack(text) }, true
+  elseif agent then
+    return { AGENT .. 'agent', unpack(text) }, true
+  end
+  return text, false
+end
+
+---@param item turnstoned.ToolCallItem
+---@param agent boolean
+---@param output? string
+---@return string[]
+local function call_lines(item, agent, output)
+  local lines = tool_lines(item, output)
+  lines[1] = (agent and AGENT or '') .. lines[1]
+  return lines
+end
+
+--- An item began (or, from history, arrived whole). `parent_call_id` names the task_agent
+--- call whose agent produced it.
+---@param item turnstoned.Item
+---@param parent_call_id? string
+function Chat:item_started(item, parent_call_id)
   if item.type == 'userMessage' then
     self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil)
     return
   end
+  local agent = parent_call_id ~= nil
   self:edit(function()
-    if item.type == 'agentMessage' then
-      self:add_block(item.id, item.type, lines_of(item.text or ''), false)
-    elseif item.type == 'reasoning' then
-      self:add_block(item.id, item.type, { '💭 Reasoning', unpack(lines_of(item.text or '')) }, true)
+    if item.type == 'agentMessage' or item.type == 'reasoning' then
+      local lines, fold = text_lines(item, agent)
+      self:add_block(item.id, item.type, lines, fold).agent = agent
     elseif item.type == 'toolCall' then
-      local entry = self:add_block(item.id, item.type, tool_lines(item), true)
+      local entry = self:add_block(item.id, item.type, call_lines(item, agent), true)
+      entry.agent = agent
       self:set_status(entry, item.status)
     elseif item.type == 'notice' then
       local quoted = vim.tbl_map(function(line)
@@ -265,22 +296,21 @@ end
 
 --- An item's final state (authoritative): the text and output the model has.
 ---@param item turnstoned.Item
-function Chat:item_completed(item)
+---@param parent_call_id? string
+function Chat:item_completed(item, parent_call_id)
   local entry = self.items[item.id]
   if not entry then
-    self:item_started(item)
+    self:item_started(item, parent_call_id)
     entry = self.items[item.id]
     if not entry or item.type ~= 'toolCall' then
       return
     end
   end
   self:edit(function()
-    if item.type == 'agentMessage' then
-      self:replace(entry.block, lines_of(item.text or ''))
-    elseif item.type == 'reasoning' then
-      self:replace(entry.block, { '💭 Reasoning', unpack(lines_of(item.text or '')) })
+    if item.type == 'agentMessage' or item.type == 'reasoning' then
+      self:replace(entry.block, (text_lines(item, entry.agent)))
     elseif item.type == 'toolCall' then
-      self:replace(entry.block, tool_lines(item, item.output))
+      self:replace(entry.block, call_lines(item, entry.agent, item.output))
       entry.has_output = item.output ~= nil and item.output ~= ''
       self:set_status(entry, item.status)
     end

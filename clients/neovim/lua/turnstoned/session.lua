@@ -110,7 +110,7 @@ local handlers = {
     refresh()
   end,
   [methods.item_started] = function(chat, p)
-    chat:item_started(p.item)
+    chat:item_started(p.item, p.parentCallId)
   end,
   [methods.item_agent_message_delta] = function(chat, p)
     chat:delta(p.itemId, p.delta)
@@ -122,13 +122,10 @@ local handlers = {
     chat:tool_output(p.itemId, p.chunk)
   end,
   [methods.item_completed] = function(chat, p)
-    chat:item_completed(p.item)
+    chat:item_completed(p.item, p.parentCallId)
   end,
   [methods.approval_resolved] = approval_resolved,
   [methods.turn_completed] = turn_completed,
-  [methods.session_notice] = function(chat, p)
-    chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
-  end,
   [methods.preview_open] = function(chat, p)
     require('turnstoned.preview').opened(chat, p)
   end,
@@ -137,6 +134,20 @@ local handlers = {
     refresh()
   end,
 }
+
+--- A session-level notice: in its transcript; the model's `notify` also as a notification,
+--- whether or not that session is open here.
+---@param p turnstoned.SessionNotice
+local function notice(p)
+  if p.kind == 'notify' then
+    local title = (p.data or {}).title
+    vim.notify((title and (title .. ': ') or '') .. (p.text or ''), vim.log.levels.INFO,
+      { title = 'turnstoned' })
+  end
+  route(p, function(chat)
+    chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
+  end)
+end
 
 ---@param code integer
 local function daemon_exited(code)
@@ -157,6 +168,7 @@ function M.wire()
       route(params, fn)
     end)
   end
+  client.on(methods.session_notice, notice)
   client.on(methods.mcp_server_status_changed, function(p)
     log.info('MCP server %s: %s%s', p.name, p.status, p.error and (' (' .. p.error .. ')') or '')
   end)

@@ -259,6 +259,37 @@ H.test('an image preview is written to a file for the system opener', function()
   written:close()
 end)
 
+H.test("a task agent's work is marked and folded under its call; its approval is asked", function()
+  local chat = session.current()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Approve')
+  end)
+  model.push({ tool_calls = { { 'call-task', 'task_agent', '{"prompt": "Echo a word and report."}' } } },
+    { tool_calls = { { 'call-sub', 'bash', '{"command": "echo from-the-agent"}' } } },
+    { text = 'The agent echoed the word.' },
+    { text = 'The task agent reported back.' })
+  turnstoned.ask('Delegate it')
+  H.wait_turns(chat, 13)
+  H.eq(#seen, 2, 'questions: the task_agent call, then the agent\'s bash call')
+  local sub = line_of(chat, '↳ ⚙ bash: echo from-the-agent')
+  H.ok(status_at(chat, sub):find('done', 1, true), 'the agent\'s call ran')
+  local agent = line_of(chat, '↳ agent')
+  H.eq(api.nvim_buf_get_lines(chat.buf, agent, agent + 1, false)[1], 'The agent echoed the word.', 'its message')
+  api.nvim_win_call(assert(require('turnstoned.ui').chat_win()), function()
+    H.eq(vim.fn.foldclosed(agent), agent, "the agent's message is folded")
+  end)
+  H.ok(line_of(chat, 'The task agent reported back.') > agent, 'the session answers after it')
+end)
+
+H.test("the model's notify reaches vim.notify", function()
+  local chat = session.current()
+  model.push({ tool_calls = { { 'call-n', 'notify', '{"message": "The build is green.", "title": "CI"}' } } },
+    { text = 'Told you.' })
+  local note = H.notified_by('Turnstoned Tell me when the build is green', 'the notification')
+  H.wait_turns(chat, 14)
+  H.eq(note, 'CI: The build is green.', 'the notification')
+end)
+
 H.test('the screen shows folded tool blocks, statuses and usage (artifact)', function()
   local win = assert(require('turnstoned.ui').chat_win())
   local screen = H.screen(win)
