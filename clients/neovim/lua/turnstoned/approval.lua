@@ -112,16 +112,20 @@ local function choices(items, more, each)
   return out
 end
 
+--- What the question says: the calls, and which session asks when it is not open here
+--- (a coordinator's child session).
+---@param req turnstoned.ApprovalPrompt
 ---@param items turnstoned.ApprovalRequestItem[]
 ---@return string
-local function title(items)
-  if #items == 1 then
-    return items[1].header
-  end
+local function title(req, items)
   local heads = vim.tbl_map(function(item)
     return item.header
   end, items)
-  return ('%d calls: %s'):format(#items, table.concat(heads, ' | '))
+  local text = #items == 1 and heads[1] or ('%d calls: %s'):format(#items, table.concat(heads, ' | '))
+  if not require('turnstoned.session').get(req.params.sessionId) then
+    text = ('[session %s] %s'):format(req.params.sessionId:sub(1, 8), text)
+  end
+  return text
 end
 
 --- Ask about one call (while deciding each call), or about every undecided call at once.
@@ -136,7 +140,7 @@ run = function(req, item)
     run(req, item and undecided(req)[1] or nil)
   end
   local list = choices(items, not item and next(req.decided) ~= nil, not item and splittable(req))
-  questions.select(req, item and item.header or title(items), list, function(id)
+  questions.select(req, title(req, items), list, function(id)
     if id == nil then -- dismissed: nothing runs unasked
       return answer(req, 'deny')
     elseif id == 'each' then

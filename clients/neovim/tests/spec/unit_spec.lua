@@ -138,6 +138,25 @@ H.test("the daemon's stderr is read back from the LSP log", function()
     { '10:00:00 WARNING x: "quoted" word', 'second line' }, 'stderr lines')
 end)
 
+H.test('an approval from a session not open here names that session', function()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Approve')
+  end)
+  local answer
+  require('turnstoned.approval').request({
+    sessionId = 'child0123456789', turnId = 't', cycleId = 'c',
+    items = { { callId = 'x', tool = 'bash', header = '⚙ bash: make', needsApproval = true,
+      approvalLabel = 'bash' } },
+  }, function(result)
+    answer = result
+  end)
+  H.wait('the answer', function()
+    return answer ~= nil
+  end)
+  H.eq(seen[1].prompt, '[session child012] ⚙ bash: make', 'the question')
+  H.eq(answer, { decision = 'approve' }, 'the answer')
+end)
+
 H.test('the statusline component is empty before the first prompt', function()
   H.eq(require('turnstoned').status(), '', 'status()')
 end)
