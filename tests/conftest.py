@@ -41,6 +41,8 @@ class RecordingSink:
         self.answers: list[Any] = []  # ApprovalResponse, or a callable(params) -> awaitable
         self.trust_questions: list[dict[str, Any]] = []
         self.trust_answers: list[Any] = []  # McpTrustResponse/None, or a callable(params) -> awaitable
+        self.policy_questions: list[dict[str, Any]] = []
+        self.policy_answers: list[Any] = []  # like trust_answers
         self._changed = asyncio.Event()
 
     def notify(self, event: Any) -> None:
@@ -65,6 +67,19 @@ class RecordingSink:
         self.events.append(("mcpServer/requestTrust", msgspec.to_builtins(params)))
         self._changed.set()
         answer = (self.trust_answers.pop(0) if self.trust_answers
+                  else p.McpTrustResponse(decision="dismiss"))
+        if callable(answer):
+            return await answer(params)
+        return answer
+
+    async def request_policy_trust(self, params: Any) -> Any:
+        """Records the question; unanswered (no scripted answer) it is dismissed."""
+        from turnstoned import protocol as p
+
+        self.policy_questions.append(msgspec.to_builtins(params))
+        self.events.append(("policy/requestTrust", msgspec.to_builtins(params)))
+        self._changed.set()
+        answer = (self.policy_answers.pop(0) if self.policy_answers
                   else p.McpTrustResponse(decision="dismiss"))
         if callable(answer):
             return await answer(params)

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.2";
+export const PROTOCOL_REVISION = "1.3";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -29,6 +29,12 @@ export interface ApprovalRequestItem {
   approvalLabel: string;
   error?: string | null;
   fileChange?: FileChange | null;
+  verdict?: Verdict | null;
+  judgeVerdict?: Verdict | null;
+  autoApproved?: boolean;
+  autoApproveReason?: string | null;
+  grantRules?: string[];
+  policy?: string | null;
 }
 
 export interface ApprovalRequestParams {
@@ -37,6 +43,7 @@ export interface ApprovalRequestParams {
   cycleId: string;
   items: ApprovalRequestItem[];
   atomic?: boolean;
+  judgePending?: boolean;
 }
 
 export interface ApprovalResolved {
@@ -57,9 +64,20 @@ export interface ApprovalResponse {
   calls?: { [key: string]: CallDecision };
 }
 
+/**
+ * The LLM judge's verdicts for a cycle that was sent with ``judgePending``.
+ */
+export interface ApprovalVerdicts {
+  sessionId: string;
+  turnId: string;
+  cycleId: string;
+  verdicts: { [key: string]: Verdict };
+}
+
 export interface CallDecision {
   decision: "always" | "approve" | "deny";
   feedback?: string | null;
+  arguments?: { [key: string]: unknown } | null;
 }
 
 export interface DaemonHealthResult {
@@ -101,6 +119,34 @@ export interface FileChangeReadResult {
   path: string;
   oldText: string;
   newText: string;
+}
+
+/**
+ * A standing grant: ``rule`` as saved (``bash:git status``, ``bash:@read-only``,
+ * ``write@workspace``, a label), what it lets run, and where it comes from.
+ */
+export interface GrantInfo {
+  rule: string;
+  description: string;
+  source: "config" | "session";
+  revocable: boolean;
+}
+
+export interface GrantListParams {
+  sessionId: string;
+}
+
+export interface GrantListResult {
+  grants: GrantInfo[];
+}
+
+export interface GrantRevokeParams {
+  sessionId: string;
+  rule: string;
+}
+
+export interface GrantRevokeResult {
+  revoked: boolean;
 }
 
 export interface ItemCompleted {
@@ -272,6 +318,76 @@ export interface NoticeItem {
 }
 
 /**
+ * A workspace's policies file: its content hash and the user's decision about it.
+ */
+export interface PolicyFileInfo {
+  path: string;
+  hash: string;
+  decision?: "denied" | "trusted" | null;
+  problem?: string | null;
+}
+
+/**
+ * One tool policy and whether it applies (``active``; ``note`` says why not).
+ */
+export interface PolicyInfo {
+  action: "allow" | "ask" | "deny";
+  label?: string;
+  command?: string | null;
+  path?: string | null;
+  priority?: number;
+  reason?: string;
+  source: "config" | "workspace";
+  origin: string;
+  index: number;
+  active?: boolean;
+  note?: string;
+}
+
+export interface PolicyListParams {
+  sessionId: string;
+}
+
+/**
+ * The policies that apply to a session, in the order they are tried.
+ */
+export interface PolicyListResult {
+  policies: PolicyInfo[];
+  workspaceFile?: PolicyFileInfo | null;
+}
+
+/**
+ * Name the project by its folder (``workspace``) or its file (``configPath``);
+ * ``hash``, when given, must be the content the user saw.
+ */
+export interface PolicyTrustParams {
+  workspace?: string | null;
+  configPath?: string | null;
+  trusted: boolean;
+  hash?: string | null;
+}
+
+/**
+ * A workspace's policies file has ``allow`` rules: may they allow (its deny and ask rules
+ * apply whatever the answer)? The answer is an ``McpTrustResponse``.
+ */
+export interface PolicyTrustRequestParams {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  policies: PolicyInfo[];
+  previouslyTrusted?: boolean;
+}
+
+export interface PolicyTrustResult {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  trusted: boolean;
+  policies?: PolicyInfo[];
+}
+
+/**
  * The model opened a preview: show it beside the conversation (bytes via preview/read).
  */
 export interface PreviewOpen {
@@ -418,6 +534,11 @@ export interface ToolCallItem {
   isError: boolean;
   effectStatus?: "none" | "partial" | "rolled_back" | "unknown" | null;
   fileChange?: FileChange | null;
+  verdict?: Verdict | null;
+  judgeVerdict?: Verdict | null;
+  autoApproved?: boolean;
+  autoApproveReason?: string | null;
+  originalArguments?: string | null;
 }
 
 export interface ToolInfo {
@@ -491,6 +612,19 @@ export interface UserMessageItem {
   queued?: boolean;
 }
 
+/**
+ * How risky a tool call looks, and what to do about it. ``rule`` names the rule of
+ * the rule table that matched (``default`` when none did; ``judge`` for the LLM).
+ */
+export interface Verdict {
+  risk: "critical" | "high" | "low" | "medium";
+  recommendation: "approve" | "deny" | "review";
+  rule: string;
+  reason: string;
+  tier?: "heuristic" | "llm" | "llm_fallback";
+  confidence?: number;
+}
+
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";
 export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
@@ -500,6 +634,10 @@ export type ResolvedDecision = "always" | "approve" | "auto" | "cancelled" | "de
 export type TurnStatus = "completed" | "failed" | "interrupted";
 export type SessionStatus = "closed" | "idle" | "running";
 export type FileChangeKind = "create" | "delete" | "modify";
+export type Risk = "critical" | "high" | "low" | "medium";
+export type Recommendation = "approve" | "deny" | "review";
+export type VerdictTier = "heuristic" | "llm" | "llm_fallback";
+export type PolicyAction = "allow" | "ask" | "deny";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
@@ -525,6 +663,10 @@ export const Method = {
   skillList: "skill/list",
   fileChangeRead: "fileChange/read",
   previewRead: "preview/read",
+  grantList: "grant/list",
+  grantRevoke: "grant/revoke",
+  policyList: "policy/list",
+  policyTrust: "policy/trust",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -532,6 +674,7 @@ export const Method = {
   itemToolCallOutputDelta: "item/toolCall/outputDelta",
   itemCompleted: "item/completed",
   approvalResolved: "approval/resolved",
+  approvalVerdicts: "approval/verdicts",
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
@@ -539,6 +682,7 @@ export const Method = {
   mcpServerStatusChanged: "mcpServer/statusChanged",
   itemToolRequestApproval: "item/tool/requestApproval",
   mcpServerRequestTrust: "mcpServer/requestTrust",
+  policyRequestTrust: "policy/requestTrust",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -560,6 +704,10 @@ export interface ClientRequests {
   "skill/list": { params: SkillListParams; result: SkillListResult };
   "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
   "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
+  "grant/list": { params: GrantListParams; result: GrantListResult };
+  "grant/revoke": { params: GrantRevokeParams; result: GrantRevokeResult };
+  "policy/list": { params: PolicyListParams; result: PolicyListResult };
+  "policy/trust": { params: PolicyTrustParams; result: PolicyTrustResult };
 }
 
 /** Notifications the daemon sends. */
@@ -571,6 +719,7 @@ export interface DaemonNotifications {
   "item/toolCall/outputDelta": ToolOutputDelta;
   "item/completed": ItemCompleted;
   "approval/resolved": ApprovalResolved;
+  "approval/verdicts": ApprovalVerdicts;
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
@@ -582,6 +731,7 @@ export interface DaemonNotifications {
 export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
   "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
+  "policy/requestTrust": { params: PolicyTrustRequestParams; result: McpTrustResponse };
 }
 
 /** Notifications a client sends. */
@@ -603,6 +753,7 @@ export const ErrorCode = {
   CONFIG_ERROR: -32014,
   FILE_CHANGE_NOT_PENDING: -32020,
   PREVIEW_NOT_FOUND: -32021,
+  GRANT_NOT_FOUND: -32022,
 } as const;
 
 export const ErrorKind = {
@@ -619,4 +770,5 @@ export const ErrorKind = {
   CONFIG_ERROR: "configError",
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
   PREVIEW_NOT_FOUND: "previewNotFound",
+  GRANT_NOT_FOUND: "grantNotFound",
 } as const;
