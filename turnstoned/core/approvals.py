@@ -76,7 +76,7 @@ class ApprovalPolicy:
     # Calls whose approval is being asked right now, by call id.
     awaiting: dict[str, PreparedCall] = field(default_factory=dict)
     # The tool policies that apply (config and workspace), in the order they are tried.
-    policies: Callable[[], list[Policy]] = lambda: []
+    policies: Callable[[], list[Policy]] = list
     judge: Judge | None = None
 
 

@@ -33,6 +33,7 @@ READ_ONLY = "bash:@read-only"
 WORKSPACE_WRITES = "write@workspace"
 WRITE_LABELS = frozenset({"write_file", "overwrite_file", "append_file", "edit_file"})
 MAX_RULES = 4  # a command made of more distinct parts than this is not granted
+MAX_EXACT = 6  # words of a command granted exactly
 _LEGACY = {"bash": READ_ONLY}
 
 # Programs whose first operand is a subcommand that says what they do (`git status`).
@@ -67,7 +68,11 @@ def leading_words(command: Command) -> list[str] | None:
         if any(t in ("-c", "-e", "--eval") for t in texts[1:]) or not operands:
             return None  # inline code changes every time: nothing to grant
         return [texts[0], operands[0]]
-    if program in _SUBCOMMANDS and texts[1:2] and not texts[1].startswith("-"):
+    if program in _SUBCOMMANDS:
+        if not texts[1:2] or texts[1].startswith("-"):
+            # No subcommand (`make`, `git --version`): the grant is for exactly this command.
+            return ["=", *texts] if len(texts) <= MAX_EXACT and not any(
+                w.dynamic or w.glob for w in words) else None
         if texts[1] in _RUNNERS and texts[2:3] and not texts[2].startswith("-"):
             return texts[:3]
         return texts[:2]
@@ -75,7 +80,18 @@ def leading_words(command: Command) -> list[str] | None:
 
 
 def bash_rule(words: list[str]) -> str:
+    """``bash:git status`` (these leading words), ``bash:=make`` (exactly these words)."""
+    if words[:1] == ["="]:
+        return "bash:=" + shlex.join(words[1:])
     return "bash:" + shlex.join(words)
+
+
+def _rule_words(rule: str) -> tuple[list[str], bool]:
+    """The words of a ``bash:`` rule and whether they must match exactly."""
+    body = rule[len("bash:"):]
+    if body.startswith("="):
+        return shlex.split(body[1:]), True
+    return shlex.split(body), False
 
 
 def rules_for(call: PreparedCall, env: SessionEnv) -> list[str]:
@@ -141,7 +157,7 @@ def _bash_covering(call: PreparedCall, env: SessionEnv, grants: set[str]) -> str
     commands = _script(call, env)
     if commands is None:
         return None
-    prefixes = [shlex.split(g[5:]) for g in grants if g.startswith("bash:") and g != READ_ONLY]
+    rules = [g for g in grants if g.startswith("bash:") and g != READ_ONLY]
     where = intent.where(env)
     used: list[str] = []
     for command in commands:
@@ -149,13 +165,19 @@ def _bash_covering(call: PreparedCall, env: SessionEnv, grants: set[str]) -> str
         if reads and not outside and READ_ONLY in grants:
             used.append(READ_ONLY)
             continue
-        texts = [w.text for w in command.words]
-        match = next((p for p in prefixes if texts[:len(p)] == p
-                      and not any(w.dynamic for w in command.words[:len(p)])), None)
+        match = next((r for r in rules if _matches(r, command)), None)
         if match is None:
             return None
-        used.append(bash_rule(match))
+        used.append(match)
     return ", ".join(dict.fromkeys(used))
+
+
+def _matches(rule: str, command: Command) -> bool:
+    words, exact = _rule_words(rule)
+    texts = [w.text for w in command.words]
+    if any(w.dynamic or w.glob for w in command.words[:len(words)]):
+        return False
+    return texts == words if exact else texts[:len(words)] == words
 
 
 def describe(rule: str) -> str:
@@ -163,6 +185,8 @@ def describe(rule: str) -> str:
     if rule == READ_ONLY:
         return ("bash commands that only read files inside the workspace (ls, cat, grep, find, "
                 "git status/log/diff, ...)")
+    if rule.startswith("bash:="):
+        return f"the bash command `{rule[6:]}` exactly"
     if rule.startswith("bash:"):
         return f"bash commands starting with `{rule[5:]}`, unless rated high or critical"
     if rule == WORKSPACE_WRITES:

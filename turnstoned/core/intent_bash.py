@@ -200,8 +200,8 @@ def _runs_text(command: Command, where: Where, hit: Hit) -> None:
     elif command.upstream or source & DECODERS:
         hit("pipe-to-shell", f"runs text produced by {', '.join(sorted(source)) or 'a pipe'} "
                              f"as a program ({program})")
-    elif command.subs:
-        hit("dynamic-command", "runs code that is only known when it runs")
+    else:
+        hit("dynamic-command", f"{program} runs code that is only known when it runs")
 
 
 def _reads_program(command: Command) -> bool:
@@ -216,13 +216,19 @@ def _reads_program(command: Command) -> bool:
 
 
 def _runs_computed(command: Command) -> bool:
-    """An interpreter, ``eval`` or ``source`` running text with a computed part."""
-    program = command.program
-    if program in ("eval", "source", "."):
-        return any(w.dynamic for w in command.args)
-    if program in INTERPRETERS:
-        return any(w.dynamic for w in command.args)
-    return False
+    """``eval``, ``source`` or an interpreter running code with a part only known at run
+    time (``sh -c "$X"``, ``eval "$(...)"``, ``bash "$SCRIPT"``)."""
+    program, args = command.program, command.args
+    if program == "eval":
+        return any(w.dynamic for w in args)
+    if program not in INTERPRETERS and program not in ("source", "."):
+        return False
+    for i, word in enumerate(args):
+        if not word.dynamic and (word.text in _CODE_OPTIONS or (
+                program in SHELLS and re.fullmatch(r"-[a-z]*c[a-z]*", word.text))):
+            return i + 1 < len(args) and args[i + 1].dynamic
+    files = operands(command)
+    return bool(files) and files[0].dynamic
 
 
 def _permissions(command: Command, where: Where, hit: Hit) -> None:
@@ -332,8 +338,8 @@ def read_words(command: Command) -> list[Word]:
 
 def write_targets(command: Command) -> list[Word]:
     """The files a command writes: redirections and the operands of writing programs."""
-    found = [t for op, t in command.redirects
-             if op in _WRITES and t is not None and not redirect_is_fd(op, t)]
+    found = [t for op, t in command.redirects if op in _WRITES and t is not None
+             and not redirect_is_fd(op, t) and t.text not in ip.HARMLESS_DEVICES]
     program, words = command.program, operands(command)
     texts = [w.text for w in command.args]
     in_place = any(t.startswith("-i") or t == "--in-place" for t in texts)

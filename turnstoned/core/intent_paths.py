@@ -62,9 +62,10 @@ def literal_prefix(pattern: str) -> str:
 
 def absolute(word: Word, where: Where) -> Word | None:
     """The word as an absolute path (None when relative to an unknown directory)."""
-    if word.text.startswith("/") and not word.pattern.startswith("*"):
+    unknown_start = word.dynamic and word.pattern.startswith("*")
+    if word.text.startswith("/") and not unknown_start:
         return word
-    if where.cwd is None or word.pattern.startswith("*"):
+    if where.cwd is None or unknown_start:
         return None
     text = posixpath.join(where.cwd, word.text)
     return Word(text=text, pattern=posixpath.join(_escape(where.cwd), word.pattern),

@@ -351,7 +351,8 @@ def _word(raw: str) -> Word:
         elif ch in UNSPECIAL and UNSPECIAL[ch] in "*?[":
             pattern.append(UNSPECIAL[ch])
         else:
-            pattern.append(re.sub(r"([*?\[\]])", r"[\1]", UNSPECIAL.get(ch, ch)))
+            literal = UNSPECIAL.get(ch, ch)
+            pattern.append(f"[{literal}]" if literal in "*?[" else literal)
     glob = any(ch in UNSPECIAL and UNSPECIAL[ch] in "*?[" for ch in raw)
     return Word(text=text, pattern="".join(pattern), dynamic=_UNKNOWN in raw, glob=glob)
 

@@ -6,8 +6,8 @@ kept in ``queued_inputs`` from the moment it is accepted until the commit that
 folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``) and decisions about project MCP configs (``trust``)
-live in the same file.
+Memories (``memory``) and decisions about a project's own config files
+(``trust``: its ``.mcp.json`` and its policies) live in the same file.
 """
 
 from __future__ import annotations
