@@ -10,6 +10,13 @@
 3. Tool seam of one auto-approved read_file: from the client seeing the tool call's
    item/started to the model server receiving the follow-up request (prepare,
    execute, fold to SQLite, build the next request), and the whole extra round trip.
+4. Request throughput: 2,000 pipelined `daemon/health` requests, written at once, until
+   the last answer is read (frame reading, dispatch and answering).
+5. First run: only OPENAI_BASE_URL set, the server lists one model. Spawn ->
+   `initialize` answered (the discovery must not sit on it), and spawn -> the first
+   `daemon/health` naming the discovered model.
+
+`--only cold,stream,seam,requests,first,bash,mcp` runs a subset.
 """
 
 from __future__ import annotations
@@ -143,12 +150,13 @@ def bench_bash_stream(runs: int, env: dict[str, str], workdir: str, n: int = 1_0
             while True:
                 f = c.frame()
                 method, params = f.get("method"), f.get("params") or {}
-                if method == "item/started" and params["itemId"] == f"b{i}":
+                # call ids on the wire are the daemon's own, not the model's "b{i}"
+                if method == "item/started" and params["item"]["type"] == "toolCall":
                     t0 = time.perf_counter()
                 elif method == "item/toolCall/outputDelta":
                     lines += params["chunk"].count("\n")
                     chunks += 1
-                elif method == "item/completed" and params["itemId"] == f"b{i}":
+                elif method == "item/completed" and params["item"]["type"] == "toolCall":
                     elapsed = time.perf_counter() - t0
                 elif method == "turn/completed":
                     break
@@ -174,6 +182,7 @@ def bench_mcp_startup(runs: int, env: dict[str, str], workdir: str) -> None:
         for i in range(5)))
     daemon = [sys.executable, "-m", "turnstoned"]
     five_env = {**env, "TURNSTONED_CONFIG": str(cfg)}
+    Path(workdir, "none.toml").write_text("")
     none_env = {**env, "TURNSTONED_CONFIG": str(Path(workdir, "none.toml"))}
     none, five = [], []
     for _ in range(runs):
@@ -278,7 +287,8 @@ def bench_seam(runs: int, env: dict[str, str], workdir: str) -> None:
             model.push(tool_calls([(f"r{i}", "read_file", '{"path": "small.txt"}')]), follow_up)
             t0 = time.perf_counter()
             tid = d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "x"}]})["turnId"]
-            started = d.wait_for("item/started", lambda p, i=i: p["itemId"] == f"r{i}")
+            started = d.wait_for("item/started", lambda p, sid=sid: p["sessionId"] == sid
+                                 and p["item"]["type"] == "toolCall")
             seen = time.monotonic()
             d.wait_for("turn/completed", lambda p, tid=tid: p["turnId"] == tid)
             total = time.perf_counter() - t0
@@ -292,19 +302,71 @@ def bench_seam(runs: int, env: dict[str, str], workdir: str) -> None:
     print(f"  whole extra round trip vs a text-only turn           {statistics.median(extra) * 1000:6.1f} ms")
 
 
+def bench_requests(runs: int, env: dict[str, str], n: int = 2000) -> None:
+    c = _LeanClient(env)
+    c.call("initialize", {"processId": None, "capabilities": {}})
+    c.send("initialized", {}, request=False)
+    c.call("daemon/health", None)
+    rates = []
+    for _ in range(runs):
+        assert c.proc.stdin is not None
+        batch = b"".join(_frame({"jsonrpc": "2.0", "id": 1_000_000 + i, "method": "daemon/health"})
+                         for i in range(n))
+        t0 = time.perf_counter()
+        c.proc.stdin.write(batch)
+        answered = 0
+        while answered < n:
+            answered += "result" in c.frame()
+        rates.append(n / (time.perf_counter() - t0))
+    c.close()
+    print(f"{n:,} pipelined daemon/health requests, median of {runs}:")
+    print(f"  {statistics.median(rates):9.0f} requests/s")
+
+
+def bench_first_run(runs: int, env: dict[str, str]) -> None:
+    first_env = {k: v for k, v in env.items() if k != "TURNSTONED_MODEL"}
+    with ScriptedModel() as model:
+        first_env["OPENAI_BASE_URL"] = model.base_url
+        init, named = [], []
+        for _ in range(runs + 1):
+            t0 = time.perf_counter()
+            c = _LeanClient(first_env)
+            c.call("initialize", {"processId": None, "capabilities": {}})
+            init.append(time.perf_counter() - t0)
+            c.send("initialized", {}, request=False)
+            assert c.call("daemon/health", None)["model"] == "scripted"
+            named.append(time.perf_counter() - t0)
+            c.close()
+    print(f"first run, only OPENAI_BASE_URL set, median of {runs}:")
+    print(f"  spawn -> initialize answered            {statistics.median(init[1:]) * 1000:7.1f} ms")
+    print(f"  spawn -> daemon/health names the model  {statistics.median(named[1:]) * 1000:7.1f} ms")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--only", default="cold,stream,seam,requests,first,bash,mcp",
+                        help="comma-separated subset of the benchmarks")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as work:
         env = {**os.environ, "TURNSTONED_HOME": home, "TURNSTONED_MODEL": "scripted",
                "OPENAI_API_KEY": "sk-bench"}
-        bench_cold_start(args.runs, env)
-        bench_stream(args.runs, env, work)
-        bench_seam(args.runs, env, work)
-        bench_bash_stream(args.runs, env, work)
-        bench_bash_stream(3, env, work, n=10_000_000)
-        bench_mcp_startup(args.runs, env, work)
+        if "cold" in only:
+            bench_cold_start(args.runs, env)
+        if "stream" in only:
+            bench_stream(args.runs, env, work)
+        if "seam" in only:
+            bench_seam(args.runs, env, work)
+        if "requests" in only:
+            bench_requests(args.runs, env)
+        if "first" in only:
+            bench_first_run(args.runs, env)
+        if "bash" in only:
+            bench_bash_stream(args.runs, env, work)
+            bench_bash_stream(3, env, work, n=10_000_000)
+        if "mcp" in only:
+            bench_mcp_startup(args.runs, env, work)
     return 0
 
 

@@ -221,24 +221,30 @@ def _fields(schema: Schema, entry: Schema, key: str) -> str:
 def render_docs_tables(schema: Schema) -> str:
     groups = (
         ("Requests (client → daemon)", "client->daemon", "request"),
+        ("Notifications (client → daemon)", "client->daemon", "notification"),
         ("Notifications (daemon → client)", "daemon->client", "notification"),
         ("Requests (daemon → client)", "daemon->client", "request"),
     )
-    out = [DOCS_BEGIN, ""]
+    legend = ("*LSP*: part of the LSP base protocol and lifecycle, which LSP client libraries "
+              "handle themselves.")
+    out = [DOCS_BEGIN, "", legend, ""]
     for title, direction, kind in groups:
         rows = [(m, e) for m, e in schema["methods"].items()
                 if e["direction"] == direction and e["kind"] == kind]
         if not rows:
             continue
         out += [f"### {title}", ""]
+
+        def what(entry: Schema) -> str:
+            return ("*LSP.* " if entry.get("lsp") else "") + str(entry["description"])
+
         if kind == "request":
             out += ["| method | params | result | what it does |", "|---|---|---|---|"]
             out += [f"| `{m}` | {_fields(schema, e, 'params')} | {_fields(schema, e, 'result')} | "
-                    f"{e['description']} |" for m, e in rows]
+                    f"{what(e)} |" for m, e in rows]
         else:
             out += ["| method | params | what it says |", "|---|---|---|"]
-            out += [f"| `{m}` | {_fields(schema, e, 'params')} | {e['description']} |"
-                    for m, e in rows]
+            out += [f"| `{m}` | {_fields(schema, e, 'params')} | {what(e)} |" for m, e in rows]
         out.append("")
     out += ["### Errors", "", "| code | name | `data.kind` |", "|---|---|---|"]
     out += [f"| {e['code']} | `{name}` | `{e['kind']}` |" for name, e in schema["errors"].items()]

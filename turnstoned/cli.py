@@ -173,10 +173,10 @@ class _Printer:
 
 
 async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
-    from turnstoned.client import Client, RpcFailure
+    from turnstoned.client import Client, RpcFailure, daemon_command
 
     printer = _Printer(args.json)
-    client = await Client.spawn([sys.executable, "-m", "turnstoned", *daemon_flags])
+    client = await Client.spawn([*daemon_command(), *daemon_flags])
     try:
         if args.yes:
             async def approve(_: p.ApprovalRequestParams) -> p.ApprovalResponse:

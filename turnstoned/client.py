@@ -36,6 +36,12 @@ class RpcFailure(Exception):
         return self.data.get("kind") if isinstance(self.data, dict) else None
 
 
+def daemon_command() -> list[str]:
+    """This interpreter running the daemon in isolated mode (``-I``): a ``turnstoned/``
+    folder in the current directory (any cloned repository) is never imported."""
+    return [sys.executable, "-I", "-m", "turnstoned"]
+
+
 async def _deny(_: p.ApprovalRequestParams) -> p.ApprovalResponse:
     return p.ApprovalResponse(decision="deny", feedback="no approval handler in this client")
 
@@ -54,7 +60,7 @@ class Client:
     @classmethod
     async def spawn(cls, command: Sequence[str] | None = None, *, env: dict[str, str] | None = None,
                     cwd: str | None = None, initialize: bool = True) -> Client:
-        cmd = list(command or [sys.executable, "-m", "turnstoned"])
+        cmd = list(command or daemon_command())
         proc = await asyncio.create_subprocess_exec(
             *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})}, cwd=cwd, limit=2**24)

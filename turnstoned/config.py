@@ -137,12 +137,18 @@ class PolicyFile(_Section):
     policies: list[PolicyRule] = []
 
 
+class DaemonConfig(_Section):
+    # A frame over this size is skipped and answered with an error.
+    max_frame_mib: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+
+
 class Config(_Section):
     model: ModelConfig = msgspec.field(default_factory=ModelConfig)
     models: dict[str, ModelEntry] = {}
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)
+    daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     policies: list[PolicyRule] = []
 
@@ -150,12 +156,13 @@ class Config(_Section):
 _AT = re.compile(r" - at `\$\.?([^`]*)`$")
 
 
-def _explain(file: Path, err: msgspec.ValidationError) -> str:
+def _explain(file: Path, err: msgspec.ValidationError, section: str = "") -> str:
     msg = str(err)
     m = _AT.search(msg)
-    key = ""
+    key = section
     if m:
-        key = re.sub(r"\[(\d+)\]", r"[\1]", m.group(1))
+        inner = re.sub(r"\[(\d+)\]", r"[\1]", m.group(1))
+        key = f"{section}.{inner}" if section and inner else section or inner
         msg = msg[: m.start()]
     unknown = re.match(r"Object contains unknown field `([^`]+)`", msg)
     if unknown:
@@ -165,12 +172,36 @@ def _explain(file: Path, err: msgspec.ValidationError) -> str:
     return f"{file}:{where}: {msg[0].lower()}{msg[1:]}" if where else f"{file}: {msg}"
 
 
+def _problems(file: Path, data: dict[str, Any], kind: type[Any] = Config) -> list[str]:
+    """Every problem of the file, each once: every key is checked on its own."""
+    sections = {f.encode_name: f.type for f in msgspec.structs.fields(kind)}
+    problems = []
+    for name, value in data.items():
+        section = sections.get(name)
+        if section is None:
+            problems.append(f"{file}: unknown key `{name}`")
+            continue
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, item in items:
+            try:
+                msgspec.convert(item if key is None else {key: item}, section)
+            except msgspec.ValidationError as exc:
+                problems.append(_explain(file, exc, name))
+    return problems
+
+
 def load(file: Path | None = None) -> Config:
-    """Read the config file (missing file = defaults)."""
+    """Read the config file. The default file may be missing (defaults); a file named
+    by ``TURNSTONED_CONFIG`` or the caller must exist."""
+    by_env = file is None and bool(os.environ.get("TURNSTONED_CONFIG"))
+    named = file is not None or by_env
     file = file or paths.config_file()
     try:
         raw = file.read_bytes()
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
+        if named:
+            via = "TURNSTONED_CONFIG names " if by_env else ""
+            raise ConfigError(f"{via}{file}: no such config file") from exc
         return Config()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
@@ -186,9 +217,12 @@ def decode(file: Path, raw: bytes, kind: type[T]) -> T:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+    problems = _problems(file, data, kind)
+    if problems:
+        raise ConfigError("\n".join(problems))
     try:
         return msgspec.convert(data, kind)
-    except msgspec.ValidationError as exc:
+    except msgspec.ValidationError as exc:  # a constraint across keys: reported as one
         raise ConfigError(_explain(file, exc)) from exc
 
 
@@ -221,17 +255,26 @@ NOT_CONFIGURED = (
 )
 
 
+def _api_key(cfg: ModelConfig) -> str:
+    """The key to send, or raise ``ConfigError`` when ``api_key_env`` names an unset variable."""
+    if cfg.api_key_env:
+        key = os.environ.get(cfg.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"[model] api_key_env names {cfg.api_key_env}, which is not set in the environment.")
+        return key
+    return os.environ.get("OPENAI_API_KEY") or "no-key"
+
+
 def resolve_model(cfg: ModelConfig, override_name: str | None = None) -> ModelSettings | str:
     """The model to call, or a message telling the user how to configure one."""
     name = override_name or cfg.name or os.environ.get("TURNSTONED_MODEL")
     if not name:
         return NOT_CONFIGURED.format(file=paths.config_file())
-    key = None
-    if cfg.api_key_env:
-        key = os.environ.get(cfg.api_key_env)
-        if not key:
-            return f"[model] api_key_env names {cfg.api_key_env}, which is not set in the environment."
-    key = key or os.environ.get("OPENAI_API_KEY") or "no-key"
+    try:
+        key = _api_key(cfg)
+    except ConfigError as exc:
+        return str(exc)
     return ModelSettings(
         name=name,
         base_url=cfg.base_url or os.environ.get("OPENAI_BASE_URL") or None,
@@ -242,6 +285,20 @@ def resolve_model(cfg: ModelConfig, override_name: str | None = None) -> ModelSe
         temperature=cfg.temperature,
         request_timeout=cfg.request_timeout,
     )
+
+
+def discovery_target(cfg: ModelConfig) -> tuple[str, str] | None:
+    """``(base URL, key)`` of a server to ask which model to use: no model is named
+    anywhere, but a base URL is (a first run with only ``OPENAI_BASE_URL`` set)."""
+    if cfg.name or os.environ.get("TURNSTONED_MODEL"):
+        return None
+    url = cfg.base_url or os.environ.get("OPENAI_BASE_URL")
+    if not url:
+        return None
+    try:
+        return url, _api_key(cfg)
+    except ConfigError:
+        return None
 
 
 def resolve_entry(entry: ModelEntry, timeout: float) -> ModelSettings | str:

@@ -11,8 +11,13 @@ pygls server's) and raises the configuration error when it cannot.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from turnstoned import __version__
 from turnstoned import protocol as p
@@ -31,8 +36,8 @@ HANDLERS: dict[str, Handler] = {}
 def handles(name: str) -> Callable[[H], H]:
     """Register the handler of the client->daemon request ``name`` (a row of METHODS)."""
     method = p.METHODS_BY_NAME[name]
-    if method.direction != "client->daemon":
-        raise TypeError(f"{name} is not a client->daemon request")
+    if method.direction != "client->daemon" or method.lsp:
+        raise TypeError(f"{name} is not a turnstoned client->daemon request")
 
     def register(fn: H) -> H:
         if name in HANDLERS:
@@ -50,8 +55,41 @@ def build(get_engine: GetEngine) -> dict[str, Callable[[Any], Awaitable[Any]]]:
 # ---------------------------------------------------------------- sessions and turns
 
 
+MAX_PATH_BYTES = 4096
+
+
+def directory_param(value: str | None, field: str) -> str | None:
+    """An absolute directory from a path or a ``file://`` URI, or -32602 naming ``field``."""
+    if value is None:
+        return None
+
+    def bad(problem: str) -> EngineError:
+        return EngineError(p.ErrorCode.INVALID_PARAMS,
+                           f"Invalid params: {problem} - at `params.{field}`")
+
+    if len(value.encode()) > MAX_PATH_BYTES:
+        raise bad(f"longer than {MAX_PATH_BYTES} bytes")
+    if value.lower().startswith("file:"):
+        uri = urlsplit(value)
+        if uri.netloc not in ("", "localhost"):
+            raise bad(f"a file URI on another host ({uri.netloc})")
+        value = unquote(uri.path)
+    if "\0" in value:
+        raise bad("contains a NUL character")
+    path = os.path.expanduser(value)
+    if not os.path.isabs(path):
+        raise bad("must be an absolute path or a file:// URI")
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
+        raise bad(f"cannot be resolved ({exc})") from exc
+
+
 @handles("session/start")
 async def session_start(get_engine: GetEngine, params: p.SessionStartParams) -> p.SessionStartResult:
+    params = msgspec.structs.replace(
+        params, cwd=directory_param(params.cwd, "cwd"),
+        workspace=directory_param(params.workspace, "workspace"))
     return p.SessionStartResult(session_id=get_engine().start_session(params).id)
 
 
@@ -179,7 +217,7 @@ async def daemon_health(get_engine: GetEngine, params: None) -> p.DaemonHealthRe
 
 def _check() -> None:
     """One handler per client->daemon request, typed exactly as its row of METHODS."""
-    expected = {m.name for m in p.METHODS if m.direction == "client->daemon"}
+    expected = {m.name for m in p.METHODS if m.direction == "client->daemon" and not m.lsp}
     if set(HANDLERS) != expected:
         raise TypeError(f"requests without a handler: {sorted(expected - set(HANDLERS))}")
     for name, fn in HANDLERS.items():

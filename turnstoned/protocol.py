@@ -45,6 +45,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
     SERVER_NOT_INITIALIZED = -32002
+    REQUEST_CANCELLED = -32800
     SESSION_NOT_FOUND = -32010
     SESSION_CLOSED = -32011
     TURN_NOT_FOUND = -32012
@@ -62,6 +63,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.INVALID_PARAMS: "invalidParams",
     ErrorCode.INTERNAL_ERROR: "internal",
     ErrorCode.SERVER_NOT_INITIALIZED: "serverNotInitialized",
+    ErrorCode.REQUEST_CANCELLED: "requestCancelled",
     ErrorCode.SESSION_NOT_FOUND: "sessionNotFound",
     ErrorCode.SESSION_CLOSED: "sessionClosed",
     ErrorCode.TURN_NOT_FOUND: "turnNotFound",
@@ -615,6 +617,68 @@ class SessionNotice(Event, kw_only=True):
     data: dict[str, Any] = {}
 
 
+class CancelParams(Event, kw_only=True):
+    """The id of a request that is withdrawn (LSP's ``$/cancelRequest``)."""
+
+    id: int | str
+
+
+class ShowMessageParams(Event, kw_only=True):
+    """LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log."""
+
+    type: int
+    message: str
+
+
+# ---------------------------------------------------------------- the LSP lifecycle
+
+
+class ClientInfo(Wire, kw_only=True):
+    name: str
+    version: str | None = None
+
+
+class InitializeParams(Wire, kw_only=True):
+    """LSP's ``initialize`` params. The daemon reads none of them: sessions get their
+    directories from ``session/start``. Other LSP fields are accepted and ignored."""
+
+    process_id: int | None = None
+    client_info: ClientInfo | None = None
+    capabilities: dict[str, Any] = {}
+
+
+class TextDocumentSync(Wire, kw_only=True):
+    open_close: bool = False
+    change: int = 0
+
+
+class TurnstonedCapabilities(Wire, kw_only=True):
+    protocol_version: int
+    protocol_revision: str
+    methods: list[str]
+
+
+class ExperimentalCapabilities(Wire, kw_only=True):
+    turnstoned: TurnstonedCapabilities
+
+
+class ServerCapabilities(Wire, kw_only=True):
+    """Document sync is off and no LSP language feature is offered."""
+
+    text_document_sync: TextDocumentSync = msgspec.field(default_factory=TextDocumentSync)
+    experimental: ExperimentalCapabilities
+
+
+class ServerInfo(Wire, kw_only=True):
+    name: str
+    version: str
+
+
+class InitializeResult(Wire, kw_only=True):
+    capabilities: ServerCapabilities
+    server_info: ServerInfo
+
+
 class PreviewOpen(Event, kw_only=True):
     """The model opened a preview: show it beside the conversation (bytes via preview/read)."""
 
@@ -735,6 +799,9 @@ class Method:
     params: type | None
     result: type | None
     doc: str
+    # Part of the LSP base protocol and lifecycle, served by the LSP layer (pygls)
+    # rather than by a turnstoned handler.
+    lsp: bool = False
 
 
 def _req(name: str, params: type | None, result: type | None, doc: str) -> Method:
@@ -743,6 +810,12 @@ def _req(name: str, params: type | None, result: type | None, doc: str) -> Metho
 
 def _note(name: str, params: type, doc: str) -> Method:
     return Method(name, "daemon->client", "notification", params, None, doc)
+
+
+def _lsp(name: str, direction: Literal["client->daemon", "daemon->client"],
+         kind: Literal["request", "notification"], params: type | None, result: type | None,
+         doc: str) -> Method:
+    return Method(name, direction, kind, params, result, doc, lsp=True)
 
 
 def _bind_events(methods: tuple[Method, ...]) -> None:
@@ -757,6 +830,14 @@ def _bind_events(methods: tuple[Method, ...]) -> None:
 
 
 METHODS: tuple[Method, ...] = (
+    _lsp("initialize", "client->daemon", "request", InitializeParams, InitializeResult,
+         "Open the connection; the answer names the protocol version and methods."),
+    _lsp("initialized", "client->daemon", "notification", Empty,
+         None, "The client is ready; the daemon loads its configuration and engine."),
+    _lsp("shutdown", "client->daemon", "request", None, None,
+         "Stop running turns, background shells and MCP servers; answers null."),
+    _lsp("exit", "client->daemon", "notification", None, None,
+         "End the process (exit code 1 without a shutdown first)."),
     _req("session/start", SessionStartParams, SessionStartResult, "Open a new session."),
     _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
     _req("session/resume", SessionRef, SessionResumeResult, "Reopen a session; its history as items."),
@@ -805,6 +886,11 @@ METHODS: tuple[Method, ...] = (
           "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerStatusChanged,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
+    _lsp("$/cancelRequest", "daemon->client", "notification", CancelParams, None,
+         "A daemon request (an approval, a trust question) is withdrawn: close its dialog; a "
+         "late answer is ignored. Clients may send it too, for their own requests."),
+    _lsp("window/showMessage", "daemon->client", "notification", ShowMessageParams, None,
+         "A message for the user: the configuration cannot be used (sent after initialized)."),
     Method("item/tool/requestApproval", "daemon->client", "request", ApprovalRequestParams,
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
     Method("mcpServer/requestTrust", "daemon->client", "request", McpTrustRequestParams,

@@ -35,10 +35,13 @@ class RpcError(JsonRpcException):
 
 
 class _QuietAppErrors(logging.Filter):
-    """pygls logs every handler exception with a traceback; ours are expected answers."""
+    """pygls logs every handler exception with a traceback; ours are expected answers.
+    Params that do not fit an LSP type are the client's error, answered with -32602."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(record.msg, str) and record.msg.startswith("Unable to deserialize message"):
+            return False
         return not isinstance(exc, RpcError)
 
 
@@ -117,7 +120,44 @@ class _Notification(msgspec.Struct):
     jsonrpc: str = "2.0"
 
 
+class _Error(msgspec.Struct):
+    code: int
+    message: str
+    data: dict[str, str]
+
+
+class _ErrorResponse(msgspec.Struct):
+    id: int | str | None
+    error: _Error
+    jsonrpc: str = "2.0"
+
+
 _encoder = msgspec.json.Encoder()
+
+
+def write_frame(writer: Any, message: Any) -> None:
+    """Encode ``message`` with msgspec and write it as one Content-Length frame."""
+    body = _encoder.encode(message)
+    writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def kind_of(code: int) -> str:
+    """The ``data.kind`` of an error code (``internal`` for codes outside the protocol)."""
+    try:
+        return ERROR_KINDS[ErrorCode(code)]
+    except ValueError:
+        return "internal"
+
+
+def send_error(writer: Any, msg_id: int | str | None, code: ErrorCode, message: str) -> None:
+    """Answer a request the handlers never saw (bad frame, bad envelope, unknown method)."""
+    if writer is None:
+        return
+    try:
+        write_frame(writer, _ErrorResponse(id=msg_id, error=_Error(
+            code=int(code), message=message, data={"kind": ERROR_KINDS[code]})))
+    except (OSError, ValueError) as exc:  # the client went away
+        log.debug("error response not sent: %s", exc)
 
 
 class PyglsSink:
@@ -133,23 +173,26 @@ class PyglsSink:
         if writer is None:
             return
         method = type(event).method
-        body = _encoder.encode(_Notification(method=method, params=event))
         try:
-            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            write_frame(writer, _Notification(method=method, params=event))
         except (OSError, ValueError) as exc:  # the client went away; the turn goes on
             log.debug("notification %s not sent: %s", method, exc)
 
-    async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
-        msg_id = f"approval-{uuid.uuid4().hex}"
+    async def _ask(self, params: p.Event, prefix: str) -> Any:
+        """Send a daemon->client request and wait for the answer. Cancelling the wait
+        withdraws the question with ``$/cancelRequest``; a late answer is then ignored."""
+        msg_id = f"{prefix}-{uuid.uuid4().hex}"
         future = self.protocol.send_request(type(params).method, encode(params), msg_id=msg_id)
         try:
-            raw = await asyncio.wrap_future(future)
+            return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
-            # Withdraw the question: a late answer is then ignored as unknown.
             self.protocol._request_futures.pop(msg_id, None)
             self.protocol._result_types.pop(msg_id, None)
-            self.protocol.notify("$/cancelRequest", {"id": msg_id})
+            self.notify(p.CancelParams(id=msg_id))
             raise
+
+    async def request_approval(self, params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+        raw = await self._ask(params, "approval")
         try:
             return msgspec.convert(raw, p.ApprovalResponse)
         except msgspec.ValidationError as exc:
@@ -169,14 +212,8 @@ class PyglsSink:
     async def _ask_trust(self, params: p.Event, prefix: str) -> p.McpTrustResponse | None:
         """A trust question; an error answer, or none that can be read, trusts nothing."""
         method = type(params).method
-        msg_id = f"{prefix}-{uuid.uuid4().hex}"
-        future = self.protocol.send_request(method, encode(params), msg_id=msg_id)
         try:
-            raw = await asyncio.wrap_future(future)
-        except asyncio.CancelledError:  # only at shutdown: forget the question
-            self.protocol._request_futures.pop(msg_id, None)
-            self.protocol._result_types.pop(msg_id, None)
-            raise
+            raw = await self._ask(params, prefix)
         except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
             log.info("%s answered with an error: %s", method, exc)
             return None

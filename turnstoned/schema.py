@@ -48,6 +48,8 @@ def generate() -> dict[str, Any]:
     methods: dict[str, Any] = {}
     for m in p.METHODS:
         entry: dict[str, Any] = {"direction": m.direction, "kind": m.kind, "description": m.doc}
+        if m.lsp:
+            entry["lsp"] = True
         if m.params is not None:
             entry["params"] = next(it)
         if m.result is not None:

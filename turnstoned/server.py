@@ -3,48 +3,40 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import logging
 import os
+import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from turnstoned import __version__, rpc
 from turnstoned import protocol as p
 from turnstoned.handlers import HANDLERS
+from turnstoned.transport import DaemonProtocol, StdioTransport, served_methods
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Coroutine
+
+    from turnstoned.config import Config
     from turnstoned.core.engine import Engine
 
 log = logging.getLogger(__name__)
 
-
-class _Protocol(LanguageServerProtocol):
-    """Adds turnstoned's capabilities to the ``initialize`` answer."""
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(self, params: lsp.InitializeParams) -> Generator[Any, Any, lsp.InitializeResult]:
-        result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "turnstoned": {
-                "protocolVersion": p.PROTOCOL_VERSION,
-                "protocolRevision": p.PROTOCOL_REVISION,
-                "methods": [m.name for m in p.METHODS if m.direction == "client->daemon"],
-            }
-        }
-        self._server.ready = True  # type: ignore[attr-defined]
-        return result
+# Requests that wait for a model discovery under way (a first run: see EngineHolder).
+AFTER_DISCOVERY = frozenset({"turn/start", "daemon/health"})
 
 
 class Daemon(LanguageServer):
     ready = False
+    holder: EngineHolder
+    protocol: DaemonProtocol
 
 
 def _prewarm() -> None:
@@ -66,7 +58,9 @@ class EngineHolder:
         self.overrides = overrides
         self.engine: Engine | None = None
         self.error: str | None = None
+        self.on_config: Callable[[Config], None] = lambda cfg: None
         self._loaded = False
+        self._discovery: asyncio.Task[None] | None = None
 
     def load(self) -> None:
         if self._loaded:
@@ -78,8 +72,10 @@ class EngineHolder:
 
         try:
             cfg = config.with_overrides(config.load(), self.overrides)
+            self.on_config(cfg)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
             self.engine.start()
+            self._discover(cfg)
         except config.ConfigError as exc:
             self.error = str(exc)
         except (OSError, sqlite3.Error) as exc:
@@ -89,6 +85,36 @@ class EngineHolder:
             self.error = f"the engine failed to start: {type(exc).__name__}: {exc}"
         if self.error:
             log.error("%s", self.error)
+
+    def _discover(self, cfg: Config) -> None:
+        """No model named, a server URL given: ask the server in the background."""
+        from turnstoned.config import discovery_target
+
+        target = discovery_target(cfg.model)
+        if target is not None:
+            self._discovery = asyncio.get_running_loop().create_task(self._use_only_model(*target))
+
+    async def _use_only_model(self, url: str, key: str) -> None:
+        from turnstoned.config import with_overrides
+        from turnstoned.llm.discovery import only_model
+
+        name = await asyncio.to_thread(only_model, url, key)
+        if name is not None and self.engine is not None:
+            self.engine.config = with_overrides(self.engine.config, {"model": {"name": name}})
+
+    async def settled(self) -> None:
+        """Load the engine and wait for a model discovery that is under way."""
+        self.load()
+        if self._discovery is not None:
+            await asyncio.shield(self._discovery)
+
+    def after_discovery(self, fn: Callable[[Any], Awaitable[Any]]
+                        ) -> Callable[[Any], Awaitable[Any]]:
+        async def wrapped(params: Any) -> Any:
+            await self.settled()
+            return await fn(params)
+
+        return wrapped
 
     def get(self) -> Engine:
         self.load()
@@ -100,12 +126,14 @@ class EngineHolder:
 
 
 def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
-    server = Daemon("turnstoned", __version__, protocol_cls=_Protocol,
+    server = Daemon("turnstoned", __version__, protocol_cls=DaemonProtocol,
                     converter_factory=rpc.converter)
     holder = EngineHolder(rpc.PyglsSink(server.protocol), overrides or {})
     for name, handler in HANDLERS.items():
-        fn = rpc.typed_handler(p.METHODS_BY_NAME[name], functools.partial(handler, holder.get),
-                               lambda: server.ready)
+        bound: Callable[[Any], Awaitable[Any]] = functools.partial(handler, holder.get)
+        if name in AFTER_DISCOVERY:
+            bound = holder.after_discovery(bound)
+        fn = rpc.typed_handler(p.METHODS_BY_NAME[name], bound, lambda: server.ready)
         server.feature(name)(fn)
 
     @server.feature(lsp.INITIALIZED)
@@ -113,15 +141,14 @@ def create(overrides: dict[str, dict[str, Any]] | None = None) -> Daemon:
         holder.load()
         threading.Thread(target=_prewarm, name="prewarm", daemon=True).start()
         if holder.error:
-            server.window_show_message(lsp.ShowMessageParams(
-                type=lsp.MessageType.Error, message=f"turnstoned: {holder.error}"))
+            holder.sink.notify(p.ShowMessageParams(type=1, message=f"turnstoned: {holder.error}"))
 
     @server.feature(lsp.SHUTDOWN)
     async def _shutdown(_: Any) -> None:
         if holder.engine is not None:
             await holder.engine.shutdown()
 
-    server.holder = holder  # type: ignore[attr-defined]
+    server.holder = holder
     return server
 
 
@@ -140,7 +167,7 @@ def _claim_stdout() -> BinaryIO:
     return out
 
 
-def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
+def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> NoReturn:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
@@ -150,37 +177,85 @@ def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> int:
     watchdog.start()  # children end with the daemon, even after kill -9
     out = _claim_stdout()
     server = create(overrides)
+    code = 0
     try:
-        asyncio.run(_serve(server, sys.stdin.buffer, out))
-    except (KeyboardInterrupt, SystemExit):
-        pass  # `exit` ends the process through SystemExit
+        code = _run_bounded(_serve(server, sys.stdin.buffer, out))
+    except KeyboardInterrupt:  # a signal before the loop's handlers were in place
+        code = 130
     finally:
-        engine = server.holder.engine  # type: ignore[attr-defined]
+        engine = server.holder.engine
         if engine is not None:
             engine.terminate()
-    return 0
+    _finish(code)
 
 
-async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """pygls' stdio loop, then a graceful engine shutdown while the loop still runs.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNAL_GRACE = 1.2  # seconds for turns to write their receipts after a signal
+EOF_GRACE = 10.0  # the editor closed stdin: turns and MCP servers may take longer
+
+
+async def _serve(server: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Serve until stdin closes, `exit` or a stop signal, then shut the engine down.
 
     The editor may just close our stdin (no shutdown request): turns still get
-    their receipts and MCP servers and background shells are stopped.
+    their receipts and MCP servers and background shells are stopped. After a
+    signal that shutdown is bounded so the process ends within two seconds.
     """
-    from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+    from pygls.io_ import StdoutWriter
 
-    stop = threading.Event()
-    server._stop_event = stop
+    loop = asyncio.get_running_loop()
     server.protocol.set_writer(StdoutWriter(stdout))
+    link = StdioTransport(server.protocol, served_methods())
+    server.holder.on_config = lambda cfg: link.set_max_frame(cfg.daemon.max_frame_mib << 20)
+    budget: asyncio.Timeout | None = None
+
+    def on_signal(sig: signal.Signals) -> None:
+        link.close(f"signal {sig.name}")
+        if budget is not None and (when := budget.when()) is not None:
+            budget.reschedule(min(when, loop.time() + SIGNAL_GRACE))
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    await link.start(stdin)
+    assert link.done is not None
+    reason = await link.done
+    log.info("stopping (%s)", reason)
+    engine = server.holder.engine
+    if engine is not None:
+        try:
+            async with asyncio.timeout(EOF_GRACE if reason == "eof" else SIGNAL_GRACE) as budget:
+                await engine.shutdown()
+        except TimeoutError:
+            log.warning("engine shutdown incomplete after %s; stopping anyway", reason)
+        except OSError as exc:
+            log.warning("engine shutdown failed: %s", exc)
+    # LSP: `exit` without a `shutdown` first is an abnormal end.
+    return 1 if reason == "exit" and not server.protocol.shut_down else 0
+
+
+def _run_bounded(main: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run`` without its unbounded waits: tasks that ignore cancellation and
+    threads blocked in a read (the default executor) do not hold the process."""
+    loop = asyncio.new_event_loop()
     try:
-        await run_async(stop_event=stop, reader=StdinAsyncReader(stdin, server.thread_pool),
-                        protocol=server.protocol, logger=log,
-                        error_handler=server.report_server_error)
+        return loop.run_until_complete(main)
     finally:
-        engine = server.holder.engine  # type: ignore[attr-defined]
-        if engine is not None:
-            try:
-                await asyncio.wait_for(engine.shutdown(), 10)
-            except (TimeoutError, OSError) as exc:
-                log.warning("engine shutdown incomplete: %s", exc)
-        server.shutdown()  # type: ignore[no-untyped-call]
+        try:
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=0.5))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # leaves executor threads running instead of joining them
+
+
+def _finish(code: int) -> NoReturn:
+    """End the process once everything was stopped explicitly. The interpreter's own
+    exit would join worker threads (one may be blocked in a read for good) and tear
+    down every module, which can take longer than a signal's two seconds."""
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)

@@ -15,6 +15,13 @@ from typing import Any
 DEFER = object()  # returned by ``on_request``: the test answers that request itself, later
 
 
+class ErrorAnswer:
+    """Returned by ``on_request``: answer the daemon's request with this JSON-RPC error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.error = {"code": code, "message": message}
+
+
 class RawDaemon:
     """Spawns ``python -m turnstoned`` and speaks Content-Length framed JSON-RPC to it."""
 
@@ -68,7 +75,9 @@ class RawDaemon:
     def _handle(self, msg: dict[str, Any]) -> None:
         if "method" in msg and "id" in msg:
             result = self.on_request(msg)
-            if result is not DEFER:
+            if isinstance(result, ErrorAnswer):
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "error": result.error})
+            elif result is not DEFER:
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             with self._cond:
                 self.notifications.append(msg)
@@ -106,6 +115,18 @@ class RawDaemon:
                 left = deadline - time.monotonic()
                 if left <= 0 or self.proc.poll() is not None:
                     raise TimeoutError(f"no answer to {method}; stderr: {''.join(self.stderr_lines)[-2000:]}")
+                self._cond.wait(left)
+            return self._responses.pop(msg_id)
+
+    def wait_response(self, msg_id: Any, timeout: float = 15) -> dict[str, Any]:
+        """The response with ``msg_id`` (None: one answering no usable id), removed once read."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while msg_id not in self._responses:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise TimeoutError(f"no response {msg_id!r}; stderr: "
+                                       f"{''.join(self.stderr_lines)[-2000:]}")
                 self._cond.wait(left)
             return self._responses.pop(msg_id)
 

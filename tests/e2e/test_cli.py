@@ -50,3 +50,43 @@ def test_unconfigured_model_fails_with_advice(isolated_home: Path, tmp_path: Pat
     assert out.returncode == 1
     assert "notConfigured" in out.stderr and "TURNSTONED_MODEL" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def hostile_checkout(root: Path) -> Path:
+    """A cloned repository that ships its own `turnstoned` package."""
+    pkg = root / "turnstoned"
+    pkg.mkdir(parents=True)
+    marker = root / "pwned"
+    code = f"open({str(marker)!r}, 'a').write('ran\\n')\n"
+    (pkg / "__init__.py").write_text(code)
+    (pkg / "__main__.py").write_text(code + "raise SystemExit(3)\n")
+    return marker
+
+
+def test_chat_never_runs_a_turnstoned_folder_of_the_cwd(model: ScriptedModel, isolated_home: Path,
+                                                       tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    marker = hostile_checkout(repo)
+    model.push(text("hello from the real daemon"))
+    script = Path(sys.executable).with_name("turnstoned")
+    env = {**os.environ, "TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
+           "OPENAI_API_KEY": "sk", "TURNSTONED_MODEL": "scripted"}
+    out = subprocess.run([str(script), "chat", "--cwd", str(repo), "hi"], cwd=repo, env=env, check=False,
+                         capture_output=True, text=True, timeout=60)
+    assert not marker.exists()
+    assert out.returncode == 0, out.stderr
+    assert "hello from the real daemon" in out.stdout
+
+
+async def test_client_spawn_never_runs_a_turnstoned_folder_of_its_cwd(isolated_home: Path,
+                                                                    tmp_path: Path) -> None:
+    from turnstoned.client import Client
+
+    marker = hostile_checkout(tmp_path)
+    client = await Client.spawn(cwd=str(tmp_path), env={"TURNSTONED_HOME": str(isolated_home)})
+    try:
+        health = await client.request("daemon/health")
+        assert health["protocolVersion"] == 1
+    finally:
+        await client.close()
+    assert not marker.exists()

@@ -86,6 +86,40 @@ def test_missing_api_key_env_is_explained(monkeypatch: pytest.MonkeyPatch) -> No
     assert isinstance(msg, str) and "NOPE_KEY" in msg
 
 
+def test_a_named_config_file_that_is_missing_is_an_error(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "nope.toml"
+    monkeypatch.setenv("TURNSTONED_CONFIG", str(missing))
+    with pytest.raises(config.ConfigError) as info:
+        config.load()
+    assert str(missing) in str(info.value) and "TURNSTONED_CONFIG" in str(info.value)
+
+
+def test_every_problem_is_listed_once(isolated_home: Path) -> None:
+    path = write_config(isolated_home, '[model]\nnmae = "x"\ncontext_window = "big"\n'
+                                       '[tools]\ntimeout = "soon"\nsearch = "maybe"\n'
+                                       '[toolz]\na = 1\n[session]\nmax_rounds = 0\n')
+    with pytest.raises(config.ConfigError) as info:
+        config.load()
+    lines = str(info.value).splitlines()
+    expected = ["unknown key `model.nmae`", "at key `model.context_window`",
+                "at key `tools.timeout`", "at key `tools.search`", "unknown key `toolz`",
+                "at key `session.max_rounds`"]
+    assert len(lines) == len(expected)
+    for fragment in expected:
+        assert sum(fragment in line for line in lines) == 1, (fragment, lines)
+    assert all(line.startswith(str(path)) for line in lines)
+
+
+def test_discovery_only_when_no_model_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert config.discovery_target(config.ModelConfig()) is None  # no URL either
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert config.discovery_target(config.ModelConfig()) == ("http://127.0.0.1:9/v1", "no-key")
+    assert config.discovery_target(config.ModelConfig(name="m")) is None
+    monkeypatch.setenv("TURNSTONED_MODEL", "m")
+    assert config.discovery_target(config.ModelConfig()) is None
+
+
 @pytest.mark.parametrize(("value", "mode"), [
     (None, "ask"), ('"ask"', "ask"), ('"never"', "never"), ('"trust"', "trust"),
     ("true", "ask"), ("false", "never"),

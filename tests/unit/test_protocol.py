@@ -66,6 +66,35 @@ def test_error_codes_have_kinds() -> None:
     assert p.ErrorCode.METHOD_NOT_FOUND == -32601 and p.ErrorCode.INVALID_PARAMS == -32602
 
 
+def test_the_lsp_lifecycle_is_in_the_table_and_schema() -> None:
+    lifecycle = {"initialize", "initialized", "shutdown", "exit", "$/cancelRequest",
+                 "window/showMessage"}
+    assert {m.name for m in p.METHODS if m.lsp} == lifecycle
+    methods = schema.generate()["methods"]
+    assert all(methods[name]["lsp"] is True for name in lifecycle)
+    assert methods["initialize"]["result"] == {"$ref": "#/$defs/InitializeResult"}
+
+
+def test_only_turnstoned_handlers_are_registered() -> None:
+    from turnstoned.server import create
+
+    features = create().protocol.fm.features
+    for m in p.METHODS:
+        if m.direction == "client->daemon" and not m.lsp:
+            assert m.name in features
+    assert "initialize" not in features and "exit" not in features
+
+
+def test_the_docs_keep_method_tables_only_in_the_generated_section() -> None:
+    from turnstoned import bindings
+
+    text = schema.DOCS_FILE.read_text(encoding="utf-8")
+    outside = text[:text.index(bindings.DOCS_BEGIN)] + text[text.index(bindings.DOCS_END):]
+    rows = [line for line in outside.splitlines() if line.startswith("| `")]
+    named = [line for line in rows if line.split("`")[1] in p.METHODS_BY_NAME]
+    assert named == [], "method tables outside the generated section can drift"
+
+
 def test_every_event_type_knows_its_one_method() -> None:
     outgoing = [m for m in p.METHODS if m.direction == "daemon->client"]
     assert all(m.params is not None and m.params.method == m.name for m in outgoing)  # type: ignore[attr-defined]
@@ -78,7 +107,8 @@ def test_handlers_are_registered_against_the_table_and_checked() -> None:
 
     from turnstoned import handlers
 
-    assert set(handlers.HANDLERS) == {m.name for m in p.METHODS if m.direction == "client->daemon"}
+    assert set(handlers.HANDLERS) == {m.name for m in p.METHODS
+                                      if m.direction == "client->daemon" and not m.lsp}
     with pytest.raises(TypeError):
         handlers.handles("turn/started")  # a notification has no handler
     with pytest.raises(TypeError):

@@ -58,7 +58,9 @@ def classify(exc: BaseException) -> ModelError:
     if isinstance(exc, openai.APIStatusError):
         return ModelError("upstreamUnavailable", f"Model server error {exc.status_code}: {_msg(exc)}")
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
-        return ModelError("upstreamUnavailable", f"Cannot reach the model server: {exc}")
+        request = getattr(exc, "request", None)
+        where = f" at {request.url}" if request is not None else ""
+        return ModelError("upstreamUnavailable", f"Cannot reach the model server{where}: {exc}")
     return ModelError("upstreamUnavailable", f"The model stream failed: {type(exc).__name__}: {exc}")
 
 

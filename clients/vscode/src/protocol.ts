@@ -80,6 +80,18 @@ export interface CallDecision {
   arguments?: { [key: string]: unknown } | null;
 }
 
+/**
+ * The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
+ */
+export interface CancelParams {
+  id: number | string;
+}
+
+export interface ClientInfo {
+  name: string;
+  version?: string | null;
+}
+
 export interface DaemonHealthResult {
   version: string;
   protocolVersion: number;
@@ -92,6 +104,10 @@ export interface DaemonHealthResult {
 }
 
 export interface Empty {
+}
+
+export interface ExperimentalCapabilities {
+  turnstoned: TurnstonedCapabilities;
 }
 
 /**
@@ -147,6 +163,21 @@ export interface GrantRevokeParams {
 
 export interface GrantRevokeResult {
   revoked: boolean;
+}
+
+/**
+ * LSP's ``initialize`` params. The daemon reads none of them: sessions get their
+ * directories from ``session/start``. Other LSP fields are accepted and ignored.
+ */
+export interface InitializeParams {
+  processId?: number | null;
+  clientInfo?: ClientInfo | null;
+  capabilities?: { [key: string]: unknown };
+}
+
+export interface InitializeResult {
+  capabilities: ServerCapabilities;
+  serverInfo: ServerInfo;
 }
 
 export interface ItemCompleted {
@@ -440,6 +471,19 @@ export interface ReasoningItem {
   text?: string;
 }
 
+/**
+ * Document sync is off and no LSP language feature is offered.
+ */
+export interface ServerCapabilities {
+  textDocumentSync?: TextDocumentSync;
+  experimental: ExperimentalCapabilities;
+}
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+}
+
 export interface SessionInfo {
   sessionId: string;
   title?: string | null;
@@ -498,6 +542,14 @@ export interface SessionUsage {
   estimated?: boolean;
 }
 
+/**
+ * LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log.
+ */
+export interface ShowMessageParams {
+  type: number;
+  message: string;
+}
+
 export interface SkillInfo {
   name: string;
   description: string;
@@ -513,6 +565,11 @@ export interface SkillListParams {
 
 export interface SkillListResult {
   skills: SkillInfo[];
+}
+
+export interface TextDocumentSync {
+  openClose?: boolean;
+  change?: number;
 }
 
 export interface TextInput {
@@ -599,6 +656,12 @@ export interface TurnStarted {
   turnId: string;
 }
 
+export interface TurnstonedCapabilities {
+  protocolVersion: number;
+  protocolRevision: string;
+  methods: string[];
+}
+
 export interface Usage {
   promptTokens?: number;
   completionTokens?: number;
@@ -647,6 +710,10 @@ export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web
 
 /** Every method name of the protocol. */
 export const Method = {
+  initialize: "initialize",
+  initialized: "initialized",
+  shutdown: "shutdown",
+  exit: "exit",
   sessionStart: "session/start",
   sessionList: "session/list",
   sessionResume: "session/resume",
@@ -680,6 +747,8 @@ export const Method = {
   sessionUsage: "session/usage",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
+  cancelRequest: "$/cancelRequest",
+  windowShowMessage: "window/showMessage",
   itemToolRequestApproval: "item/tool/requestApproval",
   mcpServerRequestTrust: "mcpServer/requestTrust",
   policyRequestTrust: "policy/requestTrust",
@@ -688,6 +757,8 @@ export type MethodName = (typeof Method)[keyof typeof Method];
 
 /** Requests a client sends; the daemon answers. */
 export interface ClientRequests {
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "shutdown": { params: null; result: null };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
@@ -725,6 +796,8 @@ export interface DaemonNotifications {
   "session/usage": SessionUsage;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
+  "$/cancelRequest": CancelParams;
+  "window/showMessage": ShowMessageParams;
 }
 
 /** Requests the daemon sends; the client answers. */
@@ -736,6 +809,8 @@ export interface DaemonRequests {
 
 /** Notifications a client sends. */
 export interface ClientNotifications {
+  "initialized": Empty;
+  "exit": null;
 }
 
 /** JSON-RPC error codes; `data.kind` of an error carries the name. */
@@ -746,6 +821,7 @@ export const ErrorCode = {
   INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
   SERVER_NOT_INITIALIZED: -32002,
+  REQUEST_CANCELLED: -32800,
   SESSION_NOT_FOUND: -32010,
   SESSION_CLOSED: -32011,
   TURN_NOT_FOUND: -32012,
@@ -763,6 +839,7 @@ export const ErrorKind = {
   INVALID_PARAMS: "invalidParams",
   INTERNAL_ERROR: "internal",
   SERVER_NOT_INITIALIZED: "serverNotInitialized",
+  REQUEST_CANCELLED: "requestCancelled",
   SESSION_NOT_FOUND: "sessionNotFound",
   SESSION_CLOSED: "sessionClosed",
   TURN_NOT_FOUND: "turnNotFound",

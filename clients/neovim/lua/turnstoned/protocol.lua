@@ -60,6 +60,13 @@
 ---@field feedback? string|nil
 ---@field arguments? table|nil
 
+---@class turnstoned.CancelParams The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
+---@field id integer|string
+
+---@class turnstoned.ClientInfo
+---@field name string
+---@field version? string|nil
+
 ---@class turnstoned.DaemonHealthResult
 ---@field version string
 ---@field protocolVersion integer
@@ -71,6 +78,9 @@
 ---@field mcp turnstoned.McpHealth
 
 ---@class turnstoned.Empty
+
+---@class turnstoned.ExperimentalCapabilities
+---@field turnstoned turnstoned.TurnstonedCapabilities
 
 ---@class turnstoned.FileChange The change a ``write_file``/``edit_file`` call proposes, for an editor's diff view. ``unifiedDiff`` is capped; ``truncated`` says it was cut (or could not be made: a binary or very large file), and ``fileChange/read`` has the whole content.
 ---@field path string
@@ -105,6 +115,15 @@
 
 ---@class turnstoned.GrantRevokeResult
 ---@field revoked boolean
+
+---@class turnstoned.InitializeParams LSP's ``initialize`` params. The daemon reads none of them: sessions get their directories from ``session/start``. Other LSP fields are accepted and ignored.
+---@field processId? integer|nil
+---@field clientInfo? turnstoned.ClientInfo|nil
+---@field capabilities? table
+
+---@class turnstoned.InitializeResult
+---@field capabilities turnstoned.ServerCapabilities
+---@field serverInfo turnstoned.ServerInfo
 
 ---@class turnstoned.ItemCompleted
 ---@field sessionId string
@@ -306,6 +325,14 @@
 ---@field id string
 ---@field text? string
 
+---@class turnstoned.ServerCapabilities Document sync is off and no LSP language feature is offered.
+---@field textDocumentSync? turnstoned.TextDocumentSync
+---@field experimental turnstoned.ExperimentalCapabilities
+
+---@class turnstoned.ServerInfo
+---@field name string
+---@field version string
+
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
 ---@field title? string|nil
@@ -350,6 +377,10 @@
 ---@field contextWindow integer
 ---@field estimated? boolean
 
+---@class turnstoned.ShowMessageParams LSP's ``window/showMessage``: 1 error, 2 warning, 3 info, 4 log.
+---@field type integer
+---@field message string
+
 ---@class turnstoned.SkillInfo
 ---@field name string
 ---@field description string
@@ -363,6 +394,10 @@
 
 ---@class turnstoned.SkillListResult
 ---@field skills turnstoned.SkillInfo[]
+
+---@class turnstoned.TextDocumentSync
+---@field openClose? boolean
+---@field change? integer
 
 ---@class turnstoned.TextInput
 ---@field type 'text'
@@ -436,6 +471,11 @@
 ---@field sessionId string
 ---@field turnId string
 
+---@class turnstoned.TurnstonedCapabilities
+---@field protocolVersion integer
+---@field protocolRevision string
+---@field methods string[]
+
 ---@class turnstoned.Usage
 ---@field promptTokens? integer
 ---@field completionTokens? integer
@@ -482,6 +522,10 @@ M.PROTOCOL_REVISION = "1.3"
 
 --- Every method name of the protocol.
 M.methods = {
+  initialize = "initialize",
+  initialized = "initialized",
+  shutdown = "shutdown",
+  exit = "exit",
   session_start = "session/start",
   session_list = "session/list",
   session_resume = "session/resume",
@@ -515,6 +559,8 @@ M.methods = {
   session_usage = "session/usage",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
+  cancel_request = "$/cancelRequest",
+  window_show_message = "window/showMessage",
   item_tool_request_approval = "item/tool/requestApproval",
   mcp_server_request_trust = "mcpServer/requestTrust",
   policy_request_trust = "policy/requestTrust",
@@ -522,6 +568,10 @@ M.methods = {
 
 --- Which side sends each method, and whether it is a request.
 M.directions = {
+  ["initialize"] = { direction = "client->daemon", kind = "request" },
+  ["initialized"] = { direction = "client->daemon", kind = "notification" },
+  ["shutdown"] = { direction = "client->daemon", kind = "request" },
+  ["exit"] = { direction = "client->daemon", kind = "notification" },
   ["session/start"] = { direction = "client->daemon", kind = "request" },
   ["session/list"] = { direction = "client->daemon", kind = "request" },
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
@@ -555,6 +605,8 @@ M.directions = {
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
+  ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
+  ["window/showMessage"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
   ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
   ["policy/requestTrust"] = { direction = "daemon->client", kind = "request" },
@@ -568,6 +620,7 @@ M.error_codes = {
   INVALID_PARAMS = -32602,
   INTERNAL_ERROR = -32603,
   SERVER_NOT_INITIALIZED = -32002,
+  REQUEST_CANCELLED = -32800,
   SESSION_NOT_FOUND = -32010,
   SESSION_CLOSED = -32011,
   TURN_NOT_FOUND = -32012,
@@ -585,6 +638,7 @@ M.error_kinds = {
   INVALID_PARAMS = "invalidParams",
   INTERNAL_ERROR = "internal",
   SERVER_NOT_INITIALIZED = "serverNotInitialized",
+  REQUEST_CANCELLED = "requestCancelled",
   SESSION_NOT_FOUND = "sessionNotFound",
   SESSION_CLOSED = "sessionClosed",
   TURN_NOT_FOUND = "turnNotFound",

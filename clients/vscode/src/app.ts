@@ -1,0 +1,170 @@
+/** Wires the extension together over a Host; `extension.ts` calls `startApp` and nothing else. */
+import { ApprovalBroker } from "./approvals";
+import { attachment } from "./chat/attachments";
+import { ChatController } from "./chat";
+import { daemonFeatures } from "./client";
+import { rpcError } from "./connection";
+import { API_KEY_SECRET, Daemon } from "./daemon";
+import type { Host, TreeNode } from "./host";
+import { describeChanges, mcpPickItems } from "./mcp";
+import type { SessionInfo } from "./protocol";
+import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
+import { sessionNodes } from "./sessions";
+import { RESTART_KEYS } from "./settings";
+import { statusView, type ContextFill } from "./status";
+
+export interface App {
+  dispose(): Promise<void>;
+}
+
+function sessionArg(arg: unknown): string | undefined {
+  if (typeof arg === "string") return arg;
+  if (arg && typeof arg === "object" && typeof (arg as TreeNode).id === "string") return (arg as TreeNode).id;
+  return undefined;
+}
+
+export function startApp(host: Host): App {
+  const broker = new ApprovalBroker();
+  const daemon = new Daemon(host, broker);
+  let sessions: SessionInfo[] = [];
+
+  const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => {
+    const client = await daemon.ready();
+    if (!client) throw new Error("the daemon is not running");
+    return client.readFileChange(sessionId, callId);
+  };
+  const perCall = () => daemon.status.state === "ready" && daemonFeatures(daemon.status.health).perCallDecisions;
+  const review = new ReviewController(host, broker, readProposal, perCall);
+  const refreshSessions = async (): Promise<void> => {
+    const client = daemon.client;
+    if (!client) return;
+    try {
+      sessions = await client.listSessions();
+    } catch (err) {
+      host.log(`session/list: ${rpcError(err).message}`);
+    }
+    tree.refresh();
+  };
+  const tree = host.registerTree("turnstoned.sessions", () => sessionNodes(sessions, chat.currentSession));
+  const chat = new ChatController(host, daemon, broker, {
+    review: (sessionId, callId) => review.open(sessionId, callId),
+    sessionsChanged: () => void refreshSessions(),
+  });
+  chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
+  host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
+
+  let context: ContextFill | null = null;
+  const showStatus = () => {
+    const view = statusView(daemon.status, context);
+    host.setStatus(view.text, view.tooltip, "turnstoned.statusMenu");
+  };
+  daemon.onState((state) => {
+    showStatus();
+    if (state.state === "ready") void refreshSessions();
+  });
+  daemon.onEvent((event) => {
+    if (event.method === "mcpServer/statusChanged") void daemon.refreshHealth();
+    if (event.method === "session/usage" && event.params.sessionId === chat.currentSession) {
+      context = { tokens: event.params.contextTokens, window: event.params.contextWindow };
+      showStatus();
+    }
+  });
+
+  const commands: Record<string, (...args: unknown[]) => unknown> = {
+    "turnstoned.newChat": () => chat.newChat(),
+    "turnstoned.openChat": () => chat.reveal(),
+    "turnstoned.interrupt": () => chat.interrupt(),
+    "turnstoned.restart": () => daemon.restart(),
+    "turnstoned.showOutput": () => host.showOutput(),
+    "turnstoned.setApiKey": async () => {
+      const key = await host.input({ prompt: "API key of the model server (kept in VS Code's secret storage)", password: true });
+      if (key === undefined) return;
+      await host.storeSecret(API_KEY_SECRET, key.trim() || undefined);
+      if ((await host.info("API key saved. Restart the daemon to use it?", "Restart")) === "Restart") await daemon.restart();
+    },
+    "turnstoned.clearApiKey": async () => {
+      await host.storeSecret(API_KEY_SECRET, undefined);
+      void host.info("API key removed from secret storage.");
+    },
+    "turnstoned.addSelection": async () => {
+      const excerpt = host.selection();
+      if (excerpt) await chat.attach(attachment(excerpt));
+      else void host.info("Select some text first.");
+    },
+    "turnstoned.addFile": async (uri?: unknown) => {
+      const excerpt = await host.file(uri);
+      if (excerpt) await chat.attach(attachment(excerpt));
+    },
+    "turnstoned.mcpServers": async () => {
+      const client = await daemon.ready();
+      if (!client) return;
+      const picked = await host.pick(mcpPickItems(await client.mcpServers()), { title: "MCP servers", placeHolder: "Pick a server to refresh it" });
+      if (!picked) return;
+      const result = await client.mcpRefresh(picked.kind === "server" ? picked.name : undefined);
+      void host.info(`MCP: ${describeChanges(result.changes)}`);
+      await daemon.refreshHealth();
+    },
+    "turnstoned.mcpRefresh": async () => {
+      const client = await daemon.ready();
+      if (!client) return;
+      void host.info(`MCP: ${describeChanges((await client.mcpRefresh()).changes)}`);
+      await daemon.refreshHealth();
+    },
+    "turnstoned.mcpRevokeTrust": async () => {
+      const client = await daemon.ready();
+      const folder = host.activeFolder();
+      if (!client || !folder) return;
+      try {
+        const result = await client.mcpTrust({ workspace: folder.path, trusted: false });
+        void host.info(`MCP: ${result.configPath} is no longer trusted; its servers were stopped.`);
+      } catch (err) {
+        void host.warn(`MCP: ${rpcError(err).message}`);
+      }
+      await daemon.refreshHealth();
+    },
+    "turnstoned.sessions.refresh": () => refreshSessions(),
+    "turnstoned.sessions.resume": (arg?: unknown) => {
+      const id = sessionArg(arg);
+      return id ? chat.resume(id) : undefined;
+    },
+    "turnstoned.sessions.close": async (arg?: unknown) => {
+      const id = sessionArg(arg);
+      const client = daemon.client;
+      if (!id || !client) return;
+      await client.closeSession(id);
+      broker.withdrawAll(id);
+      chat.closed(id);
+      await refreshSessions();
+    },
+    "turnstoned.review.approve": (uri?: unknown) => review.decide("approve", typeof uri === "string" ? uri : undefined),
+    "turnstoned.review.deny": (uri?: unknown) => review.decide("deny", typeof uri === "string" ? uri : undefined),
+    "turnstoned.statusMenu": async () => {
+      const actions: Record<string, string> = {
+        "Show Output (protocol trace)": "turnstoned.showOutput",
+        "Restart the Daemon": "turnstoned.restart",
+        "MCP Servers": "turnstoned.mcpServers",
+        "Set API Key": "turnstoned.setApiKey",
+      };
+      const picked = await host.pick(Object.entries(actions).map(([label, id]) => ({ label, value: id })).concat([{ label: "Open Settings", value: "settings" }]), { title: "turnstoned" });
+      if (picked === "settings") host.openSettings("turnstoned");
+      else if (picked) await commands[picked]?.();
+    },
+  };
+  for (const [id, run] of Object.entries(commands)) host.registerCommand(id, run);
+
+  host.onSettingsChanged((affects) => {
+    if (!RESTART_KEYS.some(affects)) return;
+    // A daemon that is not running has nothing to lose: start it with the new settings (the
+    // usual fix after "not found"). A running one may be in the middle of a turn: ask.
+    if (daemon.status.state === "stopped") {
+      void daemon.restart();
+      return;
+    }
+    void host.info("turnstoned settings changed. Restart the daemon to apply them?", "Restart").then((choice) => {
+      if (choice === "Restart") void daemon.restart();
+    });
+  });
+
+  void daemon.ready();
+  return { dispose: () => daemon.stop() };
+}

@@ -1,0 +1,236 @@
+/** The chat view's host side: which session it shows, sending, interrupting, approvals. */
+import type { ApprovalBroker, ApprovalChange } from "./approvals";
+import { gatedItems } from "./approvals";
+import { daemonFeatures } from "./client";
+import type { Attachment, FromWebview, ToWebview } from "./chat/messages";
+import { rpcError } from "./connection";
+import type { Daemon } from "./daemon";
+import type { ChatView, Folder, Host } from "./host";
+import type { ApprovalRequestParams, Item } from "./protocol";
+import { ErrorKind } from "./protocol";
+
+const SESSION_KEY = "turnstoned.session:";
+
+export interface ChatHooks {
+  /** "Review" on an edit card. */
+  review(sessionId: string, callId: string): Promise<void>;
+  /** The current session changed or a turn ended (the sessions tree may be stale). */
+  sessionsChanged(): void;
+}
+
+export class ChatController {
+  private view: ChatView | null = null;
+  private sessionId: string | null = null;
+  private title = "";
+  private folder: Folder | undefined;
+
+  constructor(
+    private readonly host: Host,
+    private readonly daemon: Daemon,
+    private readonly broker: ApprovalBroker,
+    private readonly hooks: ChatHooks,
+  ) {
+    this.folder = host.activeFolder();
+    this.sessionId = this.folder ? host.memento<string>(SESSION_KEY + this.folder.path) ?? null : null;
+    daemon.onEvent((event) => {
+      if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
+      this.post({ type: "event", event });
+      if (event.method === "turn/completed") hooks.sessionsChanged();
+    });
+    daemon.onState((s) => {
+      this.post({ type: "daemon", state: s.state, ...(s.state === "stopped" && s.problem ? { message: `${s.problem.message} ${s.problem.detail}` } : {}) });
+      if (s.state === "ready") this.post({ type: "features", ...daemonFeatures(s.health) });
+    });
+    broker.onChange((change) => this.approvalChanged(change));
+  }
+
+  get currentSession(): string | null {
+    return this.sessionId;
+  }
+
+  /** Bring the chat view into sight (it loads, and so redraws itself, if it was not yet). */
+  async reveal(): Promise<void> {
+    await this.view?.reveal();
+  }
+
+  attachView(view: ChatView): void {
+    this.view = view;
+  }
+
+  private post(message: ToWebview): void {
+    this.view?.post(message);
+  }
+
+  private clearPage(): void {
+    this.post({ type: "reset", sessionId: null, title: "", items: [], running: false });
+  }
+
+  /** The webview loaded (first time or again): give it everything it shows. */
+  async redraw(): Promise<void> {
+    const s = this.daemon.status;
+    this.post({ type: "daemon", state: s.state === "stopped" && !s.problem ? "starting" : s.state });
+    const client = await this.daemon.ready();
+    const status = this.daemon.status;
+    this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false }) });
+    if (!client || !this.sessionId) {
+      this.clearPage();
+      return;
+    }
+    await this.resume(this.sessionId, false);
+  }
+
+  /** Show a session in the chat, its history redrawn from `session/resume`. */
+  async resume(sessionId: string, reveal = true): Promise<void> {
+    const client = await this.daemon.ready();
+    if (!client) return;
+    let items: Item[] = [];
+    let running = false;
+    try {
+      const result = await client.resumeSession(sessionId);
+      items = result.items;
+      running = result.session.status === "running";
+      this.title = result.session.title ?? "";
+      this.folder = { name: result.session.cwd, path: result.session.cwd };
+    } catch (err) {
+      this.host.log(`session/resume ${sessionId}: ${rpcError(err).message}`);
+      this.setSession(null);
+      this.clearPage();
+      return;
+    }
+    this.setSession(sessionId);
+    this.post({ type: "reset", sessionId, title: this.title, items, running });
+    for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
+    if (reveal) await this.view?.reveal();
+  }
+
+  /** Start over: the next message opens a new session in the chosen workspace folder. */
+  async newChat(): Promise<void> {
+    const folders = this.host.folders();
+    let folder = this.host.activeFolder();
+    if (folders.length > 1) {
+      folder = await this.host.pick(folders.map((f) => ({ label: f.name, description: f.path, value: f })), { title: "New chat in which folder?" });
+      if (!folder) return;
+    }
+    this.folder = folder;
+    this.setSession(null);
+    this.clearPage();
+    await this.view?.reveal();
+  }
+
+  private setSession(sessionId: string | null): void {
+    this.sessionId = sessionId;
+    if (this.folder) void this.host.setMemento(SESSION_KEY + this.folder.path, sessionId ?? undefined);
+    this.hooks.sessionsChanged();
+  }
+
+  /** The session was closed elsewhere (the sessions tree). */
+  closed(sessionId: string): void {
+    if (sessionId !== this.sessionId) return;
+    this.setSession(null);
+    this.clearPage();
+  }
+
+  async attach(attachment: Attachment): Promise<void> {
+    await this.view?.reveal();
+    this.post({ type: "attach", attachment });
+  }
+
+  private async ensureSession(): Promise<string | null> {
+    const client = await this.daemon.ready();
+    if (!client) return null;
+    if (this.sessionId) return this.sessionId;
+    const settings = this.host.settings();
+    const folder = this.folder ?? this.host.activeFolder();
+    this.folder = folder;
+    const sessionId = await client.startSession({
+      cwd: folder?.path ?? null,
+      workspace: folder?.path ?? null,
+      model: settings.model || null,
+      skipPermissions: settings.skipPermissions,
+    });
+    this.setSession(sessionId);
+    // The page keeps what it shows (the message being sent) and learns which session it is.
+    this.post({ type: "session", sessionId });
+    return sessionId;
+  }
+
+  async send(text: string): Promise<void> {
+    try {
+      const sessionId = await this.ensureSession();
+      const client = this.daemon.client;
+      if (!sessionId || !client) {
+        this.post({ type: "sendFailed", text, message: "The daemon is not running; nothing was sent." });
+        return;
+      }
+      const result = await client.startTurn(sessionId, text).catch(async (err: unknown) => {
+        // A closed session reopens on resume; then the message goes through.
+        if (rpcError(err).kind !== ErrorKind.SESSION_CLOSED) throw err;
+        await client.resumeSession(sessionId);
+        return client.startTurn(sessionId, text);
+      });
+      this.post({ type: "sent", text, queued: result.queued ?? false });
+    } catch (err) {
+      const e = rpcError(err);
+      this.post({ type: "sendFailed", text, message: `Not sent: ${e.message}${e.kind ? ` (${e.kind})` : ""}` });
+    }
+  }
+
+  async interrupt(): Promise<void> {
+    const client = this.daemon.client;
+    if (!client || !this.sessionId) return;
+    try {
+      await client.interrupt(this.sessionId);
+    } catch (err) {
+      const e = rpcError(err);
+      if (e.kind !== ErrorKind.TURN_NOT_FOUND) this.host.log(`turn/interrupt: ${e.message}`);
+    }
+  }
+
+  /** A message from the webview. */
+  async handle(message: FromWebview): Promise<void> {
+    switch (message.type) {
+      case "ready": await this.redraw(); break;
+      case "send": await this.send(message.text); break;
+      case "interrupt": await this.interrupt(); break;
+      case "answer": this.broker.answer(message.cycleId, message.answer); break;
+      case "decideCall": this.broker.decideCall(message.cycleId, message.callId, message.decision, message.feedback); break;
+      case "review": if (this.sessionId) await this.hooks.review(this.sessionId, message.callId); break;
+      case "copy": await this.host.copy(message.text); break;
+      case "insert":
+        if (!(await this.host.insertAtCursor(message.text))) void this.host.info("Open an editor to insert the code into.");
+        break;
+      case "newChat": await this.newChat(); break;
+      case "showOutput": this.host.showOutput(); break;
+    }
+  }
+
+  private approvalChanged(change: ApprovalChange): void {
+    if (change.kind === "cleared") {
+      this.post({ type: "approvalCleared", cycleId: change.cycleId, reason: change.reason, ...(change.decision ? { decision: change.decision } : {}), ...(change.calls ? { calls: change.calls } : {}) });
+      return;
+    }
+    if (change.kind === "callDecided") {
+      this.post({ type: "callDecided", cycleId: change.cycleId, callId: change.callId, decision: change.decision });
+      return;
+    }
+    if (change.cycle.sessionId === this.sessionId) this.post({ type: "approval", cycle: change.cycle });
+    if (!this.view?.visible || change.cycle.sessionId !== this.sessionId) void this.notify(change.cycle);
+  }
+
+  /** The chat is not in sight: ask in a notification with the same choices. */
+  private async notify(cycle: ApprovalRequestParams): Promise<void> {
+    const gated = gatedItems(cycle);
+    const what = gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`;
+    const labels = [...new Set(gated.map((i) => i.approvalLabel))].join(", ");
+    const choice = await this.host.warn(`turnstoned asks to run ${what}`, "Approve", `Always allow ${labels}`, "Deny…", "Show in Chat");
+    if (choice === "Approve") this.broker.answer(cycle.cycleId, { decision: "approve" });
+    else if (choice?.startsWith("Always")) this.broker.answer(cycle.cycleId, { decision: "always" });
+    else if (choice === "Deny…") {
+      const feedback = await this.host.input({ prompt: "Why not? (the model reads this; optional)", placeHolder: "e.g. use the test script instead" });
+      if (feedback !== undefined) this.broker.answer(cycle.cycleId, { decision: "deny", feedback });
+    } else if (choice === "Show in Chat") {
+      if (cycle.sessionId !== this.sessionId) await this.resume(cycle.sessionId);
+      else await this.view?.reveal();
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/** The chat webview's HTML: one nonce'd script, one stylesheet, a strict Content-Security-Policy. */
+
+export interface PageSources {
+  /** The webview's `cspSource` (which origins its resources come from). */
+  cspSource: string;
+  scriptUri: string;
+  styleUri: string;
+  nonce: string;
+}
+
+/** A random nonce for the page's one script tag. */
+export function makeNonce(random: () => number = Math.random): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  let out = "";
+  for (let i = 0; i < 32; i++) out += alphabet.charAt(Math.floor(random() * alphabet.length));
+  return out;
+}
+
+function attr(value: string): string {
+  return value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+}
+
+/**
+ * Nothing runs but the bundled script; no inline style, no remote script, no eval. Images may
+ * come from the extension or be data: URIs (markdown images from the web are not loaded).
+ */
+export function contentSecurityPolicy(cspSource: string, nonce: string): string {
+  return [
+    "default-src 'none'",
+    `img-src ${cspSource} data:`,
+    `style-src ${cspSource}`,
+    `font-src ${cspSource}`,
+    `script-src 'nonce-${nonce}'`,
+  ].join("; ");
+}
+
+export function chatHtml(src: PageSources): string {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${attr(contentSecurityPolicy(src.cspSource, src.nonce))}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${attr(src.styleUri)}">
+<title>turnstoned</title>
+</head>
+<body>
+<div id="banner" hidden></div>
+<main id="transcript" aria-live="polite"></main>
+<footer id="composer">
+  <div id="attachments"></div>
+  <textarea id="input" rows="3" placeholder="Ask turnstoned… (Enter sends, Shift+Enter adds a line)"></textarea>
+  <div id="composer-bar">
+    <span id="usage"></span>
+    <span id="turn-state"></span>
+    <button id="stop" class="secondary" hidden title="Interrupt the running turn">Stop</button>
+    <button id="send" title="Send (Enter)">Send</button>
+  </div>
+</footer>
+<script nonce="${attr(src.nonce)}" src="${attr(src.scriptUri)}"></script>
+</body>
+</html>`;
+}

@@ -1,0 +1,37 @@
+/** Messages between the extension host and the chat webview. */
+import type { ApprovalAnswer, ClearReason } from "../approvals";
+import type { DaemonEvent } from "../client";
+import type { ApprovalRequestParams, Decision, Item } from "../protocol";
+
+/** Something put into the next prompt by "Add selection/file to chat". */
+export interface Attachment {
+  label: string;
+  text: string;
+}
+
+export type DaemonState = "starting" | "ready" | "stopped";
+
+export type ToWebview =
+  | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean }
+  | { type: "session"; sessionId: string }
+  | { type: "event"; event: DaemonEvent }
+  | { type: "approval"; cycle: ApprovalRequestParams }
+  | { type: "approvalCleared"; cycleId: string; reason: ClearReason; decision?: string; calls?: Record<string, string> }
+  | { type: "callDecided"; cycleId: string; callId: string; decision: Decision }
+  | { type: "attach"; attachment: Attachment }
+  | { type: "daemon"; state: DaemonState; message?: string }
+  | { type: "features"; perCallDecisions: boolean; editReview: boolean }
+  | { type: "sent"; text: string; queued: boolean }
+  | { type: "sendFailed"; text: string; message: string };
+
+export type FromWebview =
+  | { type: "ready" }
+  | { type: "send"; text: string }
+  | { type: "interrupt" }
+  | { type: "answer"; cycleId: string; answer: ApprovalAnswer }
+  | { type: "decideCall"; cycleId: string; callId: string; decision: Decision; feedback?: string }
+  | { type: "review"; callId: string }
+  | { type: "copy"; text: string }
+  | { type: "insert"; text: string }
+  | { type: "newChat" }
+  | { type: "showOutput" };

@@ -1,0 +1,289 @@
+/**
+ * The chat transcript as the webview shows it: a pure reducer over daemon events, approval
+ * requests and history items. No DOM here, so it is tested in Node.
+ */
+import type { DaemonEvent } from "../client";
+import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, ToolCallItem, Usage } from "../protocol";
+import { errorHint } from "./hints";
+
+export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean }
+export interface TextEntry { kind: "agent" | "reasoning"; id: string; text: string; done: boolean }
+export interface NoticeEntry { kind: "notice"; id: string; noticeKind: string; text: string }
+export interface ErrorEntry { kind: "error"; id: string; errorKind: string; message: string; hint: string }
+
+/** The approval a tool card is waiting for. */
+export interface CardApproval {
+  cycleId: string;
+  label: string;
+  /** Other gated calls answered together with this one (no per-call decisions). */
+  siblings: number;
+  /** The first gated card of the cycle carries the cycle-level buttons. */
+  lead: boolean;
+  /** Each call of the cycle gets its own buttons (per-call decisions, not atomic). */
+  split: boolean;
+}
+
+export interface ToolEntry {
+  kind: "tool";
+  id: string;
+  callId: string;
+  tool: string;
+  header: string;
+  preview: string;
+  arguments: string;
+  status: ToolCallItem["status"];
+  /** The final output once completed; the live stream before. */
+  output: string;
+  isError: boolean;
+  effectStatus: string | null;
+  needsApproval: boolean;
+  approval: CardApproval | null;
+  /** How the approval ended, shown on the card ("approved", "denied", ...). */
+  decision: string | null;
+  error: string | null;
+  /** The file a write/edit call proposes to change, with its unified diff. */
+  fileChange: FileChange | null;
+}
+
+export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry;
+
+export interface ChatState {
+  sessionId: string | null;
+  title: string;
+  entries: Entry[];
+  /** The running turn, if any. */
+  turnId: string | null;
+  lastUsage: Usage | null;
+  /** How full the context is after the last model call (`session/usage`). */
+  context: { tokens: number; window: number; estimated: boolean } | null;
+  /** Pending approval cycles by id: the gated call ids of each. */
+  cycles: Record<string, string[]>;
+  seq: number;
+}
+
+export function emptyState(sessionId: string | null = null, title = ""): ChatState {
+  return { sessionId, title, entries: [], turnId: null, lastUsage: null, context: null, cycles: {}, seq: 0 };
+}
+
+function find<K extends Entry["kind"]>(state: ChatState, id: string, kind: K): Extract<Entry, { kind: K }> | undefined {
+  const entry = state.entries.find((e) => e.id === id && e.kind === kind);
+  return entry as Extract<Entry, { kind: K }> | undefined;
+}
+
+function toolEntry(item: ToolCallItem): ToolEntry {
+  return {
+    kind: "tool",
+    id: item.id,
+    callId: item.callId,
+    tool: item.tool,
+    header: item.header || item.tool,
+    preview: item.preview ?? "",
+    arguments: item.arguments ?? "{}",
+    status: item.status,
+    output: item.output ?? "",
+    isError: item.isError,
+    effectStatus: item.effectStatus ?? null,
+    needsApproval: item.needsApproval,
+    approval: null,
+    decision: null,
+    error: null,
+    fileChange: item.fileChange ?? null,
+  };
+}
+
+function upsertItem(state: ChatState, item: Item, done: boolean): void {
+  switch (item.type) {
+    case "userMessage":
+      state.entries.push({ kind: "user", id: item.id, text: item.text, queued: false });
+      return;
+    case "agentMessage":
+    case "reasoning": {
+      const kind = item.type === "agentMessage" ? "agent" : "reasoning";
+      const existing = find(state, item.id, kind);
+      if (existing) {
+        // The completed item is authoritative; deltas only ever preview it.
+        if (done || item.text) existing.text = item.text ?? existing.text;
+        existing.done = done;
+      } else {
+        state.entries.push({ kind, id: item.id, text: item.text ?? "", done });
+      }
+      return;
+    }
+    case "toolCall": {
+      const existing = find(state, item.id, "tool");
+      const next = toolEntry(item);
+      if (!existing) {
+        state.entries.push(next);
+        return;
+      }
+      const streamed = existing.output;
+      Object.assign(existing, { ...next, approval: existing.approval, decision: existing.decision });
+      if (!done && !next.output) existing.output = streamed;
+      if (done) existing.approval = null;
+      return;
+    }
+    case "notice":
+      state.entries.push({ kind: "notice", id: item.id, noticeKind: item.kind, text: item.text });
+      return;
+  }
+}
+
+/** Redraw a session from `session/resume` history. */
+export function fromHistory(sessionId: string, title: string, items: Item[], running = false): ChatState {
+  const state = emptyState(sessionId, title);
+  for (const item of items) upsertItem(state, item, true);
+  state.turnId = running ? "(running)" : null;
+  return state;
+}
+
+function mine(state: ChatState, sessionId: string | undefined): boolean {
+  return sessionId === undefined || sessionId === state.sessionId;
+}
+
+/** Apply one daemon notification; events of other sessions are ignored. */
+export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
+  if (event.method === "mcpServer/statusChanged") return state;
+  if (!mine(state, event.params.sessionId)) return state;
+  switch (event.method) {
+    case "turn/started":
+      state.turnId = event.params.turnId;
+      break;
+    case "item/started":
+      upsertItem(state, event.params.item, false);
+      break;
+    case "item/completed":
+      upsertItem(state, event.params.item, true);
+      break;
+    case "item/agentMessage/delta":
+    case "item/reasoning/delta": {
+      const kind = event.method === "item/agentMessage/delta" ? "agent" : "reasoning";
+      const entry = find(state, event.params.itemId, kind);
+      if (entry) entry.text += event.params.delta;
+      else state.entries.push({ kind, id: event.params.itemId, text: event.params.delta, done: false });
+      break;
+    }
+    case "item/toolCall/outputDelta": {
+      const entry = find(state, event.params.itemId, "tool");
+      if (entry && entry.status !== "completed" && entry.status !== "failed") {
+        entry.output += event.params.chunk;
+        if (entry.status === "pending") entry.status = "running";
+      }
+      break;
+    }
+    case "approval/resolved":
+      clearCycle(state, event.params.cycleId, event.params.decision, event.params.calls);
+      break;
+    case "turn/completed":
+      completeTurn(state, event.params);
+      break;
+    case "session/usage":
+      state.context = { tokens: event.params.contextTokens, window: event.params.contextWindow, estimated: event.params.estimated ?? false };
+      break;
+    case "session/notice":
+      state.entries.push({ kind: "notice", id: `notice-${++state.seq}`, noticeKind: event.params.kind, text: event.params.text });
+      break;
+  }
+  return state;
+}
+
+function completeTurn(state: ChatState, done: Extract<DaemonEvent, { method: "turn/completed" }>["params"]): void {
+  state.turnId = null;
+  state.lastUsage = done.usage ?? state.lastUsage;
+  for (const entry of state.entries) {
+    if (entry.kind === "user") entry.queued = false;
+    if (entry.kind === "agent" || entry.kind === "reasoning") entry.done = true;
+    if (entry.kind === "tool") entry.approval = null;
+  }
+  state.cycles = {};
+  if (done.error && done.error.kind !== "interrupted") {
+    state.entries.push({ kind: "error", id: `error-${++state.seq}`, errorKind: done.error.kind, message: done.error.message, hint: errorHint(done.error.kind) });
+  } else if (done.status === "interrupted") {
+    state.entries.push({ kind: "notice", id: `notice-${++state.seq}`, noticeKind: "interrupted", text: "Interrupted." });
+  }
+}
+
+function cardFor(state: ChatState, item: ApprovalRequestItem): ToolEntry {
+  const existing = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === item.callId);
+  if (existing) return existing;
+  // The request can overtake the call's item/started; draw the card from the request.
+  const entry: ToolEntry = toolEntry({
+    type: "toolCall", id: item.callId, callId: item.callId, tool: item.tool, header: item.header,
+    preview: item.preview ?? "", needsApproval: item.needsApproval, status: "pending", isError: false,
+  });
+  state.entries.push(entry);
+  return entry;
+}
+
+/**
+ * Show an approval request on the cards of the calls it asks about; `split` gives each call
+ * its own buttons (the daemon takes per-call decisions and the cycle is not atomic).
+ */
+export function applyApproval(state: ChatState, cycle: ApprovalRequestParams, split = false): ChatState {
+  if (!mine(state, cycle.sessionId)) return state;
+  const gated = cycle.items.filter((i) => i.needsApproval);
+  gated.forEach((item, index) => {
+    const card = cardFor(state, item);
+    card.approval = { cycleId: cycle.cycleId, label: item.approvalLabel, siblings: gated.length - 1, lead: index === 0, split: split && gated.length > 1 };
+    card.error = item.error ?? null;
+    card.decision = null;
+    card.fileChange = item.fileChange ?? card.fileChange;
+  });
+  state.cycles[cycle.cycleId] = gated.map((i) => i.callId);
+  return state;
+}
+
+const DECISION_WORDS: Record<string, string> = {
+  approve: "approved", always: "approved (always)", deny: "denied", timeout: "timed out",
+  cancelled: "withdrawn", auto: "approved automatically",
+};
+
+function word(decision: string): string {
+  return DECISION_WORDS[decision] ?? decision;
+}
+
+/**
+ * An approval ended (answered here, resolved by the daemon or withdrawn): drop its buttons.
+ * `calls` says what each call got when they were decided one by one.
+ */
+export function clearCycle(state: ChatState, cycleId: string, decision?: string, calls?: Record<string, string>): ChatState {
+  const callIds = new Set(state.cycles[cycleId] ?? []);
+  for (const entry of state.entries) {
+    if (entry.kind !== "tool" || (entry.approval?.cycleId !== cycleId && !callIds.has(entry.callId))) continue;
+    entry.approval = null;
+    const own = calls?.[entry.callId] ?? decision;
+    if (own) entry.decision = word(own);
+  }
+  delete state.cycles[cycleId];
+  return state;
+}
+
+/** One call of a split cycle was decided; the answer waits for the others. */
+export function decideCall(state: ChatState, cycleId: string, callId: string, decision: string): ChatState {
+  const card = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === callId && e.approval?.cycleId === cycleId);
+  if (card) {
+    card.approval = null;
+    card.decision = `${word(decision)}; waiting for the other calls`;
+  }
+  return state;
+}
+
+/** The user's own message, shown as it is sent (the daemon echoes it only in history). */
+export function addUserMessage(state: ChatState, text: string, queued: boolean): ChatState {
+  state.entries.push({ kind: "user", id: `user-${++state.seq}`, text, queued });
+  return state;
+}
+
+/** The daemon took the message: say whether it waits for the running turn's next step. */
+export function confirmUserMessage(state: ChatState, text: string, queued: boolean): ChatState {
+  const mine = [...state.entries].reverse().find((e): e is UserEntry => e.kind === "user" && e.text === text);
+  if (!mine) return addUserMessage(state, text, queued);
+  mine.queued = queued;
+  return state;
+}
+
+/** The message did not reach the daemon: take it back out of the transcript. */
+export function dropUserMessage(state: ChatState, text: string): ChatState {
+  const index = state.entries.map((e) => e.kind === "user" && e.text === text).lastIndexOf(true);
+  if (index >= 0) state.entries.splice(index, 1);
+  return state;
+}

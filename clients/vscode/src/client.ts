@@ -1,0 +1,151 @@
+/** The typed turnstoned client: requests, one stream of daemon events, the approval hook. */
+import type { CancelToken, Connection, Disposable, NotificationName } from "./connection";
+import { TypedConnection } from "./connection";
+import { Emitter } from "./events";
+import type {
+  ApprovalRequestParams,
+  ApprovalResponse,
+  DaemonHealthResult,
+  DaemonNotifications,
+  FileChangeReadResult,
+  McpServerInfo,
+  McpServerRefreshResult,
+  McpServerTrustParams,
+  McpServerTrustResult,
+  McpTrustRequestParams,
+  McpTrustResponse,
+  SessionInfo,
+  SessionResumeResult,
+  SessionStartParams,
+  ToolInfo,
+  TurnStartResult,
+} from "./protocol";
+import { Method } from "./protocol";
+
+/** One notification from the daemon, discriminated by its method. */
+export type DaemonEvent = { [M in NotificationName]: { method: M; params: DaemonNotifications[M] } }[NotificationName];
+
+/** The notifications the client forwards; a daemon may send others, which are ignored. */
+export const FORWARDED: readonly NotificationName[] = [
+  Method.turnStarted,
+  Method.itemStarted,
+  Method.itemAgentMessageDelta,
+  Method.itemReasoningDelta,
+  Method.itemToolCallOutputDelta,
+  Method.itemCompleted,
+  Method.approvalResolved,
+  Method.turnCompleted,
+  Method.sessionNotice,
+  Method.sessionUsage,
+  Method.mcpServerStatusChanged,
+];
+
+/** What a daemon can do beyond protocol 1.0, from its `protocolRevision`. */
+export interface DaemonFeatures {
+  /** `calls` in approval answers; `fileChange/read`; `session/usage`. */
+  perCallDecisions: boolean;
+  editReview: boolean;
+}
+
+function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
+  const [major = 0, minor = 0] = (revision ?? "1.0").split(".").map(Number);
+  const [wMajor = 0, wMinor = 0] = wanted.split(".").map(Number);
+  return major > wMajor || (major === wMajor && minor >= wMinor);
+}
+
+export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
+  const v11 = revisionAtLeast(health.protocolRevision, "1.1");
+  return { perCallDecisions: v11, editReview: v11 };
+}
+
+export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
+export type TrustHandler = (params: McpTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
+
+export class TurnstonedClient {
+  private readonly conn: TypedConnection;
+  private readonly events = new Emitter<DaemonEvent>();
+  private readonly subscriptions: Disposable[] = [];
+  private approvalHandler: ApprovalHandler = async () => ({ decision: "deny", feedback: "No one is there to approve." });
+  private trustHandler: TrustHandler = async () => ({ decision: "dismiss" });
+
+  /** Every forwarded notification, in arrival order. */
+  readonly onEvent = this.events.event;
+
+  constructor(connection: Connection) {
+    this.conn = new TypedConnection(connection);
+    for (const method of FORWARDED) {
+      this.subscriptions.push(
+        this.conn.on(method, (params) => this.events.fire({ method, params } as DaemonEvent)),
+      );
+    }
+    this.subscriptions.push(
+      this.conn.serve(Method.itemToolRequestApproval, (params, token) => this.approvalHandler(params, token)),
+      this.conn.serve(Method.mcpServerRequestTrust, (params, token) => this.trustHandler(params, token)),
+    );
+  }
+
+  /** Who answers `mcpServer/requestTrust` (the default trusts nothing). */
+  setTrustHandler(handler: TrustHandler): void {
+    this.trustHandler = handler;
+  }
+
+  /** Trust (start) or revoke a project's `.mcp.json` servers. */
+  mcpTrust(params: McpServerTrustParams): Promise<McpServerTrustResult> {
+    return this.conn.request(Method.mcpServerTrust, params);
+  }
+
+  /** Who answers `item/tool/requestApproval` (the default denies). */
+  setApprovalHandler(handler: ApprovalHandler): void {
+    this.approvalHandler = handler;
+  }
+
+  health(): Promise<DaemonHealthResult> {
+    return this.conn.request(Method.daemonHealth, null);
+  }
+
+  async listSessions(): Promise<SessionInfo[]> {
+    return (await this.conn.request(Method.sessionList, null)).sessions;
+  }
+
+  async startSession(params: SessionStartParams): Promise<string> {
+    return (await this.conn.request(Method.sessionStart, params)).sessionId;
+  }
+
+  resumeSession(sessionId: string): Promise<SessionResumeResult> {
+    return this.conn.request(Method.sessionResume, { sessionId });
+  }
+
+  async closeSession(sessionId: string): Promise<void> {
+    await this.conn.request(Method.sessionClose, { sessionId });
+  }
+
+  startTurn(sessionId: string, text: string): Promise<TurnStartResult> {
+    return this.conn.request(Method.turnStart, { sessionId, input: [{ type: "text", text }] });
+  }
+
+  async interrupt(sessionId: string, turnId?: string): Promise<void> {
+    await this.conn.request(Method.turnInterrupt, { sessionId, turnId: turnId ?? null });
+  }
+
+  async mcpServers(): Promise<McpServerInfo[]> {
+    return (await this.conn.request(Method.mcpServerList, null)).servers;
+  }
+
+  mcpRefresh(name?: string): Promise<McpServerRefreshResult> {
+    return this.conn.request(Method.mcpServerRefresh, { name: name ?? null });
+  }
+
+  /** The whole proposed content of a pending write/edit call (protocol 1.1). */
+  readFileChange(sessionId: string, callId: string): Promise<FileChangeReadResult> {
+    return this.conn.request(Method.fileChangeRead, { sessionId, callId });
+  }
+
+  async tools(sessionId?: string): Promise<ToolInfo[]> {
+    return (await this.conn.request(Method.toolList, { sessionId: sessionId ?? null })).tools;
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) s.dispose();
+    this.events.clear();
+  }
+}

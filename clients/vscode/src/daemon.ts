@@ -1,0 +1,157 @@
+/** The daemon's lifecycle: start through the host, watch it, restart, explain failures. */
+import type { ApprovalBroker } from "./approvals";
+import { TurnstonedClient, type DaemonEvent } from "./client";
+import { Emitter } from "./events";
+import type { DaemonHandle, Host } from "./host";
+import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail, type Problem } from "./launch";
+import { trustDecision, trustPrompt } from "./mcp";
+import type { DaemonHealthResult, McpTrustRequestParams, McpTrustResponse } from "./protocol";
+
+/** The SecretStorage key of the model server's API key. */
+export const API_KEY_SECRET = "turnstoned.apiKey";
+
+export type DaemonState =
+  | { state: "starting" }
+  | { state: "ready"; health: DaemonHealthResult }
+  | { state: "stopped"; problem: Problem | null };
+
+export class Daemon {
+  private handle: DaemonHandle | null = null;
+  private current: TurnstonedClient | null = null;
+  private stopping = false;
+  private superseded = false;
+  private generation = 0;
+  private readonly tail = new StderrTail();
+  private readonly states = new Emitter<DaemonState>();
+  private readonly events = new Emitter<DaemonEvent>();
+  private starting: Promise<TurnstonedClient | null> | null = null;
+  status: DaemonState = { state: "stopped", problem: null };
+
+  readonly onState = this.states.event;
+  /** Every notification of the running daemon (across restarts). */
+  readonly onEvent = this.events.event;
+
+  constructor(private readonly host: Host, private readonly broker: ApprovalBroker) {}
+
+  get client(): TurnstonedClient | null {
+    return this.status.state === "ready" ? this.current : null;
+  }
+
+  /** The running client, starting the daemon if needed; null when it cannot start. */
+  ready(): Promise<TurnstonedClient | null> {
+    if (this.status.state === "ready" && this.current) return Promise.resolve(this.current);
+    return (this.starting ??= this.start().finally(() => (this.starting = null)));
+  }
+
+  private setState(state: DaemonState): void {
+    this.status = state;
+    this.states.fire(state);
+  }
+
+  private async start(): Promise<TurnstonedClient | null> {
+    const generation = ++this.generation;
+    const apiKey = await this.host.secret(API_KEY_SECRET);
+    const launch = daemonLaunch(this.host.settings(), apiKey, process.env);
+    const program = resolveCommand(launch.command, launch.env, this.host.activeFolder()?.path);
+    if (!program) return this.fail(missingDaemon(launch.command));
+    this.setState({ state: "starting" });
+    this.tail.clear();
+    this.stopping = false;
+    try {
+      this.handle = await this.host.startDaemon({ ...launch, command: program }, this.host.activeFolder()?.path, {
+        onStderr: (chunk) => this.tail.push(chunk),
+        onExit: (code, signal) => this.exited(generation, code, signal),
+      });
+      const client = new TurnstonedClient(this.handle.connection);
+      client.setApprovalHandler((params, token) => this.broker.handle(params, token));
+      client.setTrustHandler((params) => this.askTrust(params));
+      client.onEvent((event) => {
+        if (event.method === "approval/resolved") this.broker.resolved(event.params);
+        this.events.fire(event);
+      });
+      const health = await client.health();
+      this.current = client;
+      this.setState({ state: "ready", health });
+      this.host.log(`daemon ready: turnstoned ${health.version}, protocol ${health.protocolVersion}, model ${health.model ?? "(none)"}`);
+      return client;
+    } catch (err) {
+      if (generation !== this.generation) return null;
+      const reason = err instanceof Error ? err.message : String(err);
+      await this.stopHandle();
+      return this.fail(daemonStopped(launch.command, {}, this.tail.text() || reason));
+    }
+  }
+
+  /** A project's .mcp.json asks to run: a modal with exactly what would run. */
+  private async askTrust(request: McpTrustRequestParams): Promise<McpTrustResponse> {
+    const prompt = trustPrompt(request);
+    const answer = trustDecision(await this.host.modal(prompt.message, prompt.detail, ...prompt.actions));
+    this.host.log(`MCP config ${request.configPath} (${request.hash.slice(0, 12)}): ${answer.decision}`);
+    return answer;
+  }
+
+  private fail(problem: Problem): null {
+    this.setState({ state: "stopped", problem });
+    this.host.log(`${problem.message}\n${problem.detail}`);
+    // A restart asked for while this start ran (the settings changed) is already on its way.
+    if (this.superseded) return null;
+    void this.host.error(problem.message, problem.detail, "Restart", "Open Settings", "Show Output").then((choice) => {
+      if (choice === "Restart") void this.restart();
+      else if (choice === "Open Settings") this.host.openSettings("turnstoned");
+      else if (choice === "Show Output") this.host.showOutput();
+    });
+    return null;
+  }
+
+  private exited(generation: number, code: number | null, signal: string | null): void {
+    if (generation !== this.generation || this.stopping) return;
+    this.broker.withdrawAll();
+    this.current?.dispose();
+    this.current = null;
+    this.handle = null;
+    this.fail(daemonStopped(this.host.settings().command, { code, signal }, this.tail.text()));
+  }
+
+  /** Refresh the health figures shown in the status bar. */
+  async refreshHealth(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    try {
+      this.setState({ state: "ready", health: await client.health() });
+    } catch (err) {
+      this.host.log(`daemon/health failed: ${String(err)}`);
+    }
+  }
+
+  private async stopHandle(): Promise<void> {
+    const handle = this.handle;
+    this.handle = null;
+    this.current?.dispose();
+    this.current = null;
+    if (!handle) return;
+    this.stopping = true;
+    try {
+      await handle.stop();
+    } catch (err) {
+      this.host.log(`stopping the daemon: ${String(err)}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.generation++;
+    this.broker.withdrawAll();
+    await this.stopHandle();
+    this.setState({ state: "stopped", problem: null });
+  }
+
+  async restart(): Promise<TurnstonedClient | null> {
+    if (this.starting) {
+      // Let the start in flight finish (it may have read the settings just replaced).
+      this.superseded = true;
+      await this.starting;
+      this.superseded = false;
+    }
+    await this.stop();
+    return this.ready();
+  }
+}

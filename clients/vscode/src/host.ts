@@ -1,0 +1,98 @@
+/**
+ * What the extension needs from VS Code, as plain interfaces. `vsc.ts` implements them (and is
+ * the only module that imports `vscode`); everything else takes a Host and runs in Node too.
+ */
+import type { Excerpt } from "./chat/attachments";
+import type { FromWebview, ToWebview } from "./chat/messages";
+import type { Connection, Disposable } from "./connection";
+import type { Launch } from "./launch";
+import type { Settings } from "./settings";
+
+export interface DaemonHooks {
+  onStderr(chunk: string): void;
+  onExit(code: number | null, signal: string | null): void;
+}
+
+/** A started daemon: the connection vscode-languageclient opened, and a way to stop it. */
+export interface DaemonHandle {
+  connection: Connection;
+  stop(): Promise<void>;
+}
+
+export interface PickItem<T> {
+  label: string;
+  description?: string;
+  detail?: string;
+  value: T;
+}
+
+export interface TreeNode {
+  id: string;
+  label: string;
+  description?: string;
+  tooltip?: string;
+  /** A codicon name. */
+  icon?: string;
+  contextValue?: string;
+  /** Command run on click, with its argument. */
+  command?: { id: string; arg: unknown };
+  children?: TreeNode[];
+}
+
+export interface ChatView {
+  post(message: ToWebview): void;
+  readonly visible: boolean;
+  reveal(): Promise<void>;
+}
+
+export interface ChatViewProvider {
+  /** A message from the page; a (re)loaded page starts with `ready`. */
+  onMessage(message: FromWebview): void;
+}
+
+export interface Folder {
+  name: string;
+  path: string;
+}
+
+export interface Host {
+  settings(): Settings;
+  onSettingsChanged(listener: (affects: (key: keyof Settings) => boolean) => void): Disposable;
+  secret(key: string): Promise<string | undefined>;
+  storeSecret(key: string, value: string | undefined): Promise<void>;
+  memento<T>(key: string): T | undefined;
+  setMemento(key: string, value: unknown): Promise<void>;
+  folders(): Folder[];
+  /** The folder of the active editor, else the first folder. */
+  activeFolder(): Folder | undefined;
+
+  log(line: string): void;
+  showOutput(): void;
+  info(message: string, ...actions: string[]): Promise<string | undefined>;
+  warn(message: string, ...actions: string[]): Promise<string | undefined>;
+  error(message: string, detail: string, ...actions: string[]): Promise<string | undefined>;
+  /** A modal dialog; resolves to the chosen action (undefined on Cancel). */
+  modal(message: string, detail: string, ...actions: string[]): Promise<string | undefined>;
+  input(options: { prompt: string; password?: boolean; placeHolder?: string; value?: string }): Promise<string | undefined>;
+  pick<T>(items: PickItem<T>[], options: { title: string; placeHolder?: string }): Promise<T | undefined>;
+  openSettings(query: string): void;
+  setStatus(text: string, tooltip: string, command: string): void;
+
+  startDaemon(launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle>;
+  registerCommand(id: string, run: (...args: unknown[]) => unknown): void;
+  registerChatView(provider: ChatViewProvider): ChatView;
+  registerTree(viewId: string, roots: () => TreeNode[]): { refresh(): void };
+  registerDocuments(scheme: string, provide: (uri: string) => Promise<string>): void;
+
+  /** The editor's selection (or undefined when nothing is selected). */
+  selection(): Excerpt | undefined;
+  /** A whole file: the given URI (explorer) or the active editor's. */
+  file(uri?: unknown): Promise<Excerpt | undefined>;
+  insertAtCursor(text: string): Promise<boolean>;
+  copy(text: string): Promise<void>;
+  /** Open VS Code's diff editor on two document URIs. */
+  diff(leftUri: string, rightUri: string, title: string): Promise<void>;
+  /** The URI string of the active editor's document (the diff's right side when in a diff). */
+  activeUri(): string | undefined;
+  closeEditorsOf(uri: string): Promise<void>;
+}

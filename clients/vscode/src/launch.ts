@@ -1,0 +1,104 @@
+/** How the daemon is started, and what to tell the user when it cannot be. */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { Settings } from "./settings";
+
+export interface Launch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** The environment variable the API key from SecretStorage travels in. */
+export const API_KEY_ENV = "OPENAI_API_KEY";
+
+/**
+ * The daemon's command line and environment. The API key goes into the environment only, so
+ * it never appears in settings.json, a command line or the protocol.
+ */
+export function daemonLaunch(settings: Settings, apiKey: string | undefined, base: NodeJS.ProcessEnv): Launch {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(base)) if (value !== undefined) env[key] = value;
+  env.TURNSTONED_LOG = settings.logLevel;
+  if (settings.baseUrl) env.OPENAI_BASE_URL = settings.baseUrl;
+  if (settings.model) env.TURNSTONED_MODEL = settings.model;
+  if (apiKey) env[API_KEY_ENV] = apiKey;
+  return { command: settings.command, args: [...settings.args], env };
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The executable a command names (absolute, relative to `cwd`, or found on PATH), if any. */
+export function resolveCommand(command: string, env: Record<string, string | undefined>, cwd = process.cwd()): string | undefined {
+  if (command.includes("/") || command.includes(path.sep)) {
+    const file = path.resolve(cwd, command);
+    return isExecutable(file) ? file : undefined;
+  }
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, command);
+    if (isExecutable(file)) return file;
+  }
+  return undefined;
+}
+
+/** The last lines the daemon wrote to stderr, kept to explain a failure. */
+export class StderrTail {
+  private lines: string[] = [];
+  private partial = "";
+
+  constructor(private readonly keep = 40) {}
+
+  push(chunk: string): void {
+    const parts = (this.partial + chunk).split(/\r?\n/);
+    this.partial = parts.pop() ?? "";
+    this.lines.push(...parts);
+    if (this.lines.length > this.keep) this.lines = this.lines.slice(-this.keep);
+  }
+
+  text(maxLines = 12): string {
+    const all = this.partial ? [...this.lines, this.partial] : this.lines;
+    return all.slice(-Math.min(maxLines, this.keep)).join("\n").trim();
+  }
+
+  clear(): void {
+    this.lines = [];
+    this.partial = "";
+  }
+}
+
+export interface Problem {
+  message: string;
+  detail: string;
+}
+
+const INSTALL_HINT =
+  "Install turnstoned (in a checkout: `python3 -m venv .venv && .venv/bin/pip install -e .`) " +
+  "and set `turnstoned.command` to the daemon, e.g. `/path/to/turnstoned/.venv/bin/turnstoned`.";
+
+/** The daemon program could not be found or run. */
+export function missingDaemon(command: string): Problem {
+  return {
+    message: `turnstoned: the daemon \`${command}\` was not found (not on PATH, or not executable).`,
+    detail: INSTALL_HINT,
+  };
+}
+
+/** The daemon exited or failed to initialize; the stderr tail usually says why. */
+export function daemonStopped(command: string, exit: { code?: number | null; signal?: string | null }, tail: string): Problem {
+  const how = exit.signal ? `was killed by ${exit.signal}` : exit.code != null ? `exited with code ${exit.code}` : "stopped";
+  const hint = /No module named|ModuleNotFoundError|ImportError/.test(tail)
+    ? "Its Python environment is incomplete; reinstall it. " + INSTALL_HINT
+    : "Fix the cause below (or the model settings), then run “turnstoned: Restart the Daemon”.";
+  return {
+    message: `turnstoned: the daemon \`${command}\` ${how}.`,
+    detail: tail ? `${hint}\n\nLast lines of its stderr:\n${tail}` : hint,
+  };
+}

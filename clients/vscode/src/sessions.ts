@@ -1,0 +1,41 @@
+/** The sessions tree: what each row shows, computed from `session/list`. */
+import type { TreeNode } from "./host";
+import type { SessionInfo } from "./protocol";
+
+export const RESUME_COMMAND = "turnstoned.sessions.resume";
+
+function basename(path: string): string {
+  const parts = path.split(/[\\/]/).filter(Boolean);
+  return parts[parts.length - 1] ?? path;
+}
+
+/** "just now", "5 min ago", "3 h ago", or the date. */
+export function ago(iso: string, now: Date = new Date()): string {
+  const then = new Date(iso);
+  const seconds = Math.round((now.getTime() - then.getTime()) / 1000);
+  if (Number.isNaN(seconds)) return "";
+  if (seconds < 60) return "just now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return then.toISOString().slice(0, 10);
+}
+
+const ICONS: Record<SessionInfo["status"], string> = { idle: "comment-discussion", running: "sync~spin", closed: "archive" };
+
+/** One row per session, newest first; the one the chat shows is marked. */
+export function sessionNodes(sessions: SessionInfo[], current: string | null, now: Date = new Date()): TreeNode[] {
+  return sessions.map((s) => {
+    const title = s.title?.trim() || "(untitled)";
+    const mark = s.sessionId === current ? "● " : "";
+    const status = s.status === "idle" ? "" : ` · ${s.status}`;
+    return {
+      id: s.sessionId,
+      label: `${mark}${title}`,
+      description: `${basename(s.cwd)} · ${ago(s.updatedAt, now)}${status}`,
+      tooltip: `${title}\n${s.cwd}\nmodel: ${s.model ?? "default"}\nstarted ${s.createdAt}\nstatus: ${s.status}`,
+      icon: ICONS[s.status] ?? "comment",
+      contextValue: s.status === "closed" ? "session.closed" : "session.open",
+      command: { id: RESUME_COMMAND, arg: s.sessionId },
+    };
+  });
+}

@@ -1,0 +1,220 @@
+/** The one module that talks to the `vscode` API (and vscode-languageclient, which needs it). */
+import { spawn } from "node:child_process";
+import * as vscode from "vscode";
+import { CloseAction, ErrorAction, LanguageClient, RevealOutputChannelOn } from "vscode-languageclient/node";
+import type { Excerpt } from "./chat/attachments";
+import { chatHtml, makeNonce } from "./chat/html";
+import type { FromWebview } from "./chat/messages";
+import type { Connection } from "./connection";
+import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, TreeNode } from "./host";
+import type { Launch } from "./launch";
+import { readSettings, SETTINGS_SECTION, type Settings } from "./settings";
+
+const CHAT_VIEW = "turnstoned.chat";
+
+function folderOf(uri: vscode.Uri | undefined): Folder | undefined {
+  const f = uri ? vscode.workspace.getWorkspaceFolder(uri) : undefined;
+  return f ? { name: f.name, path: f.uri.fsPath } : undefined;
+}
+
+function excerptOf(doc: vscode.TextDocument, range?: vscode.Range): Excerpt {
+  const excerpt: Excerpt = { path: vscode.workspace.asRelativePath(doc.uri, false), languageId: doc.languageId, text: doc.getText(range) };
+  if (range) excerpt.lines = { start: range.start.line + 1, end: range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1 };
+  return excerpt;
+}
+
+class TreeProvider implements vscode.TreeDataProvider<TreeNode> {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeTreeData = this.changed.event;
+  constructor(private readonly roots: () => TreeNode[]) {}
+  refresh(): void { this.changed.fire(); }
+  getChildren(node?: TreeNode): TreeNode[] { return node ? node.children ?? [] : this.roots(); }
+  getTreeItem(node: TreeNode): vscode.TreeItem {
+    const item = new vscode.TreeItem(node.label, node.children?.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    if (node.description) item.description = node.description;
+    if (node.tooltip) item.tooltip = node.tooltip;
+    if (node.icon) item.iconPath = new vscode.ThemeIcon(node.icon);
+    if (node.contextValue) item.contextValue = node.contextValue;
+    if (node.command) item.command = { title: node.label, command: node.command.id, arguments: [node.command.arg] };
+    return item;
+  }
+}
+
+/**
+ * What vscode-languageclient writes its protocol trace to. It traces only while that channel's
+ * log level is Trace; this view of the output channel reports Trace exactly when the
+ * `turnstoned.trace.server` setting is not "off", so the setting alone turns the trace on.
+ */
+function traceChannel(output: vscode.LogOutputChannel, context: vscode.ExtensionContext): vscode.LogOutputChannel {
+  const level = () => (vscode.workspace.getConfiguration(SETTINGS_SECTION).get("trace.server") === "off" ? vscode.LogLevel.Info : vscode.LogLevel.Trace);
+  const changed = new vscode.EventEmitter<vscode.LogLevel>();
+  context.subscriptions.push(changed, vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration(`${SETTINGS_SECTION}.trace.server`)) changed.fire(level());
+  }));
+  const view: Partial<vscode.LogOutputChannel> = {
+    name: output.name,
+    get logLevel() { return level(); },
+    onDidChangeLogLevel: changed.event,
+    trace: (message: string) => output.info(`[trace] ${message}`),
+    debug: (message: string) => output.debug(message),
+    info: (message: string) => output.info(message),
+    warn: (message: string) => output.warn(message),
+    error: (message: string | Error) => output.error(message),
+    append: (value: string) => output.append(value),
+    appendLine: (value: string) => output.appendLine(value),
+    show: () => output.show(true),
+  };
+  return view as vscode.LogOutputChannel;
+}
+
+function startLanguageClient(output: vscode.LogOutputChannel, trace: vscode.LogOutputChannel, launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> {
+  const serverOptions = async () => {
+    const child = spawn(launch.command, launch.args, { env: launch.env, cwd: cwd ?? process.cwd(), stdio: "pipe" });
+    child.on("exit", (code, signal) => hooks.onExit(code, signal));
+    child.on("error", (err) => hooks.onStderr(`${err.message}\n`));
+    return child;
+  };
+  const client = new LanguageClient("turnstoned", "turnstoned", serverOptions, {
+    documentSelector: [],
+    outputChannel: output,
+    traceOutputChannel: trace,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+    stdioOptions: {
+      stdout: () => undefined,
+      stderr: (input) => {
+        input.setEncoding("utf8");
+        input.on("data", (chunk: string) => {
+          hooks.onStderr(chunk);
+          for (const line of chunk.split(/\r?\n/)) if (line) output.info(`[daemon] ${line}`);
+        });
+      },
+    },
+    initializationFailedHandler: () => false,
+    errorHandler: {
+      error: () => ({ action: ErrorAction.Shutdown, handled: true }),
+      closed: () => ({ action: CloseAction.DoNotRestart, handled: true }),
+    },
+  });
+  return client.start().then(() => ({
+    connection: client as unknown as Connection,
+    stop: async () => { if (client.isRunning()) await client.stop(4000); else await client.dispose(); },
+  }));
+}
+
+function chatView(context: vscode.ExtensionContext, provider: ChatViewProvider): ChatView {
+  let view: vscode.WebviewView | undefined;
+  // Until its page says `ready` nothing is sent: the host redraws everything on `ready`.
+  let ready = false;
+  const handle: ChatView = {
+    post: (message) => {
+      if (view && ready) void view.webview.postMessage(message);
+    },
+    get visible() { return view?.visible ?? false; },
+    reveal: async () => { await vscode.commands.executeCommand(`${CHAT_VIEW}.focus`); },
+  };
+  context.subscriptions.push(vscode.window.registerWebviewViewProvider(CHAT_VIEW, {
+    resolveWebviewView(v) {
+      view = v;
+      ready = false;
+      const media = vscode.Uri.joinPath(context.extensionUri, "media");
+      const dist = vscode.Uri.joinPath(context.extensionUri, "dist");
+      v.webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
+      v.webview.html = chatHtml({
+        cspSource: v.webview.cspSource,
+        nonce: makeNonce(),
+        scriptUri: v.webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.js")).toString(),
+        styleUri: v.webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css")).toString(),
+      });
+      v.webview.onDidReceiveMessage((message: FromWebview) => {
+        if (message.type === "ready") ready = true;
+        provider.onMessage(message);
+      });
+      v.onDidDispose(() => { if (view === v) { view = undefined; ready = false; } });
+    },
+  }, { webviewOptions: { retainContextWhenHidden: true } }));
+  return handle;
+}
+
+export function createHost(context: vscode.ExtensionContext): Host {
+  const output = vscode.window.createOutputChannel("turnstoned", { log: true });
+  const trace = traceChannel(output, context);
+  const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+  status.show();
+  context.subscriptions.push(output, status);
+  const config = () => vscode.workspace.getConfiguration(SETTINGS_SECTION);
+  const activeFolder = (): Folder | undefined => {
+    const first = vscode.workspace.workspaceFolders?.[0];
+    return folderOf(vscode.window.activeTextEditor?.document.uri) ?? (first ? { name: first.name, path: first.uri.fsPath } : undefined);
+  };
+  const host: Host = {
+    settings: () => readSettings((key) => config().get(key)),
+    onSettingsChanged: (listener) => {
+      const d = vscode.workspace.onDidChangeConfiguration((e) => listener((key: keyof Settings) => e.affectsConfiguration(`${SETTINGS_SECTION}.${key}`)));
+      context.subscriptions.push(d);
+      return d;
+    },
+    secret: async (key) => context.secrets.get(key),
+    storeSecret: async (key, value) => { if (value) await context.secrets.store(key, value); else await context.secrets.delete(key); },
+    memento: (key) => context.workspaceState.get(key),
+    setMemento: async (key, value) => { await context.workspaceState.update(key, value); },
+    folders: () => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, path: f.uri.fsPath })),
+    activeFolder,
+    log: (line) => output.info(line),
+    showOutput: () => output.show(true),
+    info: (message, ...actions) => Promise.resolve(vscode.window.showInformationMessage(message, ...actions)),
+    warn: (message, ...actions) => Promise.resolve(vscode.window.showWarningMessage(message, ...actions)),
+    error: (message, detail, ...actions) => Promise.resolve(vscode.window.showErrorMessage(`${message} ${detail}`, ...actions)),
+    modal: (message, detail, ...actions) => Promise.resolve(vscode.window.showWarningMessage(message, { modal: true, detail }, ...actions)),
+    input: (options) => Promise.resolve(vscode.window.showInputBox({ ...options, ignoreFocusOut: true })),
+    pick: async <T>(items: PickItem<T>[], options: { title: string; placeHolder?: string }) => {
+      const picked = await vscode.window.showQuickPick(items, { title: options.title, placeHolder: options.placeHolder ?? "", matchOnDescription: true });
+      return picked?.value;
+    },
+    openSettings: (query) => void vscode.commands.executeCommand("workbench.action.openSettings", query),
+    setStatus: (text, tooltip, command) => { status.text = text; status.tooltip = tooltip; status.command = command; },
+    startDaemon: (launch, cwd, hooks) => startLanguageClient(output, trace, launch, cwd, hooks),
+    registerCommand: (id, run) => context.subscriptions.push(vscode.commands.registerCommand(id, run)),
+    registerChatView: (provider) => chatView(context, provider),
+    registerTree: (viewId, roots) => {
+      const provider = new TreeProvider(roots);
+      context.subscriptions.push(vscode.window.createTreeView(viewId, { treeDataProvider: provider }));
+      return provider;
+    },
+    registerDocuments: (scheme, provide) => {
+      context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(scheme, {
+        provideTextDocumentContent: (uri) => provide(uri.toString(true)),
+      }));
+    },
+    selection: () => {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor || editor.selection.isEmpty) return undefined;
+      return excerptOf(editor.document, editor.selection);
+    },
+    file: async (uri) => {
+      const target = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+      if (!target) return undefined;
+      return excerptOf(await vscode.workspace.openTextDocument(target));
+    },
+    insertAtCursor: async (text) => {
+      const editor = vscode.window.visibleTextEditors.find((e) => e === vscode.window.activeTextEditor) ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === "file");
+      if (!editor) return false;
+      return editor.edit((edit) => { for (const s of editor.selections) edit.replace(s, text); });
+    },
+    copy: async (text) => { await vscode.env.clipboard.writeText(text); },
+    diff: async (left, right, title) => {
+      await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(left), vscode.Uri.parse(right), title, { preview: false });
+    },
+    activeUri: () => {
+      const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
+      const input = tab?.input;
+      if (input instanceof vscode.TabInputTextDiff) return input.modified.toString(true);
+      return vscode.window.activeTextEditor?.document.uri.toString(true);
+    },
+    closeEditorsOf: async (uri) => {
+      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString(true) === uri);
+      if (tabs.length) await vscode.window.tabGroups.close(tabs);
+    },
+  };
+  return host;
+}

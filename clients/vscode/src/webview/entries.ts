@@ -1,0 +1,163 @@
+/** DOM for transcript entries: messages, reasoning, notices, errors and tool cards. */
+import type { Entry, ErrorEntry, NoticeEntry, TextEntry, ToolEntry, UserEntry } from "../chat/state";
+import { h, setText, toggle } from "./dom";
+import { patchMarkdown } from "./markdown";
+
+/** What the page lets the user do on a card; decided by the daemon's features. */
+export interface CardFeatures {
+  perCallDecisions: boolean;
+  editReview: boolean;
+}
+
+const DIFF_CLASS: [string, string][] = [["+++", "meta"], ["---", "meta"], ["@@", "hunk"], ["+", "add"], ["-", "del"]];
+
+/** A unified diff as lines with their add/del/hunk class (built as text nodes, never HTML). */
+function diffBlock(diff: string): HTMLElement {
+  const pre = h("pre", { class: "diff" });
+  for (const line of diff.replace(/\n$/, "").split("\n")) {
+    const cls = DIFF_CLASS.find(([prefix]) => line.startsWith(prefix))?.[1] ?? "ctx";
+    pre.append(h("span", { class: cls }, line), "\n");
+  }
+  return pre;
+}
+
+function fileChangePart(entry: ToolEntry, node: HTMLElement): void {
+  const change = entry.fileChange;
+  const old = node.querySelector<HTMLElement>(":scope > .file-change");
+  const key = change ? `${change.kind}|${change.path}|${change.unifiedDiff.length}` : "";
+  if ((old?.dataset.key ?? "") === key) return;
+  old?.remove();
+  if (!change) return;
+  const details = h("details", { class: "file-change", "data-key": key, open: entry.status === "pending" },
+    h("summary", {}, h("span", { class: `kind ${change.kind}` }, change.kind), " ", change.path, change.truncated ? " (diff truncated: Review shows all)" : ""),
+    diffBlock(change.unifiedDiff));
+  node.querySelector(":scope > .preview")?.after(details) ?? node.querySelector(":scope > .card-head")?.after(details);
+}
+
+const EDIT_TOOLS = new Set(["write_file", "edit_file"]);
+const OUTPUT_TAIL = 60_000;
+
+/** Remembers the last text rendered per node so unchanged entries cost nothing. */
+const rendered = new WeakMap<HTMLElement, string>();
+
+function once(node: HTMLElement, key: string, draw: () => void): void {
+  if (rendered.get(node) === key) return;
+  rendered.set(node, key);
+  draw();
+}
+
+function userNode(entry: UserEntry, node: HTMLElement): void {
+  once(node, `${entry.text}|${entry.queued}`, () => {
+    node.replaceChildren(h("div", { class: "bubble" }, entry.text));
+    if (entry.queued) node.append(h("div", { class: "queued" }, "queued: the model reads it at its next step"));
+  });
+}
+
+function textNode(entry: TextEntry, node: HTMLElement): void {
+  if (entry.kind === "reasoning") {
+    let details = node.querySelector("details");
+    if (!details) {
+      details = h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"), h("div", { class: "md" }));
+      node.append(details);
+    }
+    setText(details.querySelector("summary")!, entry.done ? "Reasoning" : "Reasoning…");
+    once(node, entry.text, () => patchMarkdown(details!.querySelector<HTMLElement>(".md")!, entry.text));
+    return;
+  }
+  let body = node.querySelector<HTMLElement>(".md");
+  if (!body) node.append((body = h("div", { class: "md" })));
+  once(node, entry.text, () => patchMarkdown(body!, entry.text));
+  node.classList.toggle("streaming", !entry.done);
+}
+
+function noticeNode(entry: NoticeEntry, node: HTMLElement): void {
+  once(node, entry.text, () => node.replaceChildren(h("span", { class: "notice-kind" }, entry.noticeKind), " ", entry.text));
+}
+
+function errorNode(entry: ErrorEntry, node: HTMLElement): void {
+  once(node, entry.message, () =>
+    node.replaceChildren(
+      h("div", { class: "error-head" }, h("span", { class: "error-kind" }, entry.errorKind), " ", entry.message),
+      h("div", { class: "hint" }, entry.hint),
+    ));
+}
+
+function part(node: HTMLElement, cls: string, make: () => HTMLElement): HTMLElement {
+  return node.querySelector<HTMLElement>(`:scope > .${cls}`) ?? node.appendChild(make());
+}
+
+function approvalPanel(entry: ToolEntry, features: CardFeatures): HTMLElement | null {
+  const approval = entry.approval;
+  if (!approval) return null;
+  const own = approval.split || approval.lead;
+  const scope = approval.split ? "" : approval.siblings > 0 ? ` all ${approval.siblings + 1}` : "";
+  const panel = h("div", { class: "approval", "data-cycle": approval.cycleId, "data-call": entry.callId });
+  if (!own) {
+    panel.append(h("div", { class: "approval-note" }, "This batch is answered as a whole, with the first call."));
+    return panel;
+  }
+  if (entry.error) panel.append(h("div", { class: "approval-error" }, entry.error));
+  const buttons = h("div", { class: "buttons" },
+    h("button", { "data-action": "approve", title: "Run this" + scope }, "Approve" + scope),
+    h("button", { class: "secondary", "data-action": "always", title: `Approve, and never ask again for “${approval.label}” in this session` }, `Always allow ${approval.label}`),
+    h("button", { class: "danger", "data-action": "deny", title: "Do not run; the model reads your feedback" }, "Deny"));
+  if (features.editReview && (entry.fileChange || EDIT_TOOLS.has(entry.tool))) {
+    buttons.prepend(h("button", { class: "secondary", "data-action": "review", title: "Open the change in the diff editor" }, "Review"));
+  }
+  if (approval.split && approval.lead) {
+    buttons.append(h("button", { class: "secondary", "data-action": "approveAll", title: "Approve every call of this batch" }, `Approve all ${approval.siblings + 1}`));
+  }
+  panel.append(buttons, h("input", { class: "feedback", type: "text", placeholder: "Feedback for the model (optional)" }));
+  return panel;
+}
+
+function statusWord(entry: ToolEntry): string {
+  if (entry.approval) return "waiting for approval";
+  return entry.status;
+}
+
+function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): void {
+  node.className = `entry tool status-${entry.approval ? "asking" : entry.status}${entry.isError ? " is-error" : ""}`;
+  const head = part(node, "card-head", () => h("div", { class: "card-head" }, h("span", { class: "dot" }), h("span", { class: "header" }), h("span", { class: "status" })));
+  setText(head.querySelector(".header")!, entry.header);
+  setText(head.querySelector(".status")!, entry.decision && !entry.approval ? `${statusWord(entry)} · ${entry.decision}` : statusWord(entry));
+  const preview = part(node, "preview", () => h("pre", { class: "preview" }));
+  setText(preview, entry.preview);
+  // A one-line preview the header already shows (a bash command) is not repeated, and the
+  // coloured diff of a file change replaces its plain-text preview.
+  const repeated = entry.header.includes(entry.preview) && !entry.preview.includes("\n");
+  toggle(preview, entry.preview !== "" && !repeated && !entry.fileChange);
+  const output = part(node, "output", () => h("details", { class: "output" }, h("summary", {}, "Output"), h("pre", {})));
+  const text = entry.output.length > OUTPUT_TAIL ? `…\n${entry.output.slice(-OUTPUT_TAIL)}` : entry.output;
+  setText(output.querySelector("pre")!, text);
+  toggle(output, text !== "");
+  if (entry.status === "running" && !output.hasAttribute("data-touched")) (output as HTMLDetailsElement).open = true;
+  const effect = part(node, "effect", () => h("div", { class: "effect" }));
+  setText(effect, entry.effectStatus && entry.effectStatus !== "none" ? `effect: ${entry.effectStatus}` : entry.effectStatus === "none" ? "effect: none (it never ran)" : "");
+  toggle(effect, Boolean(entry.effectStatus));
+  fileChangePart(entry, node);
+  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}` : "";
+  const old = node.querySelector<HTMLElement>(":scope > .approval");
+  if ((old?.getAttribute("data-key") ?? "") !== key) {
+    old?.remove();
+    const panel = approvalPanel(entry, features);
+    if (panel) {
+      panel.setAttribute("data-key", key);
+      node.append(panel);
+    }
+  }
+}
+
+/** Create or update the DOM node of one entry. */
+export function drawEntry(entry: Entry, node: HTMLElement | undefined, features: CardFeatures): HTMLElement {
+  const el = node ?? h("div", { class: `entry ${entry.kind}`, "data-id": entry.id });
+  switch (entry.kind) {
+    case "user": userNode(entry, el); break;
+    case "agent":
+    case "reasoning": textNode(entry, el); break;
+    case "notice": noticeNode(entry, el); break;
+    case "error": errorNode(entry, el); break;
+    case "tool": toolNode(entry, el, features); break;
+  }
+  return el;
+}

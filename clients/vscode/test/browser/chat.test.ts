@@ -1,0 +1,160 @@
+/** The chat page in headless Chromium: a recorded turn replayed, Approve clicked, what it posts. */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { FromWebview, ToWebview } from "../../src/chat/messages";
+import { CHROMIUM, CHROMIUM_ARGS, servePage, type PageServer } from "../support/page";
+
+const ARTIFACTS = path.resolve(__dirname, "../artifacts");
+const recording = JSON.parse(fs.readFileSync(path.resolve(__dirname, "../fixtures/approval-turn.json"), "utf8")) as { sessionId: string; messages: ToWebview[] };
+
+let browser: Browser;
+let server: PageServer;
+let page: Page;
+const problems: string[] = [];
+
+beforeAll(async () => {
+  server = await servePage();
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+beforeEach(async () => {
+  problems.length = 0;
+  page = await browser.newPage({ viewport: { width: 420, height: 760 } });
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(m.text()); });
+  page.on("pageerror", (e) => problems.push(String(e)));
+  await page.goto(server.url);
+  await page.waitForFunction(() => (window as unknown as { __posted: FromWebview[] }).__posted.some((m) => m.type === "ready"));
+});
+
+async function send(messages: ToWebview[]): Promise<void> {
+  await page.evaluate((ms) => { for (const m of ms) window.postMessage(m, "*"); }, messages);
+}
+
+async function posted(): Promise<FromWebview[]> {
+  return page.evaluate(() => (window as unknown as { __posted: FromWebview[] }).__posted);
+}
+
+function reset(): ToWebview {
+  return { type: "reset", sessionId: recording.sessionId, title: "say hello", items: [], running: false };
+}
+
+describe("chat webview", () => {
+  it("replays a recorded turn; Approve posts the answer; the transcript renders", async () => {
+    const messages = recording.messages;
+    const at = messages.findIndex((m) => m.type === "approval");
+    const cycle = messages[at];
+    if (cycle?.type !== "approval") throw new Error("the recording has no approval");
+    await send([{ type: "daemon", state: "ready" }, { type: "features", perCallDecisions: false, editReview: true }, reset(), ...messages.slice(0, at + 1)]);
+
+    const approve = page.locator(".approval button[data-action=approve]");
+    await approve.waitFor({ state: "visible", timeout: 5000 });
+    expect(await page.locator(".entry.tool .card-head .header").innerText()).toContain("echo hello-from-bash");
+    expect(await page.locator(".entry.tool .status").innerText()).toBe("waiting for approval");
+    await page.screenshot({ path: path.join(ARTIFACTS, "chat-approval.png") });
+
+    await page.locator(".approval .feedback").fill("looks fine");
+    await approve.click();
+    const answer = (await posted()).find((m) => m.type === "answer");
+    expect(answer).toEqual({ type: "answer", cycleId: cycle.cycle.cycleId, answer: { decision: "approve", feedback: "looks fine" } });
+
+    await send(messages.slice(at + 1));
+    await page.locator(".entry.agent:not(.streaming) .code").waitFor({ timeout: 5000 });
+    expect(await page.locator(".approval").count()).toBe(0);
+    expect(await page.locator(".entry.tool .status").innerText()).toBe("completed · approved");
+    expect(await page.locator(".entry.tool details.output pre").textContent()).toContain("hello-from-bash");
+    expect(await page.locator(".entry.agent .md strong").innerText()).toBe("hello-from-bash");
+    expect(await page.locator("details.reasoning").getAttribute("open")).toBeNull();
+    expect(await page.locator("#usage").innerText()).toMatch(/last turn: \d+ in · \d+ out tokens/);
+    await page.screenshot({ path: path.join(ARTIFACTS, "chat-completed.png") });
+
+    await page.locator(".entry.agent .code button[data-action=copy]").click();
+    await page.locator(".entry.agent .code button[data-action=insert]").click();
+    const code = (await posted()).filter((m) => m.type === "copy" || m.type === "insert");
+    expect(code).toEqual([{ type: "copy", text: "echo hello-from-bash\n" }, { type: "insert", text: "echo hello-from-bash\n" }]);
+    expect(problems).toEqual([]);
+  });
+
+  it("streams markdown without re-creating the blocks already shown", async () => {
+    const sessionId = recording.sessionId;
+    const delta = (text: string): ToWebview => ({ type: "event", event: { method: "item/agentMessage/delta", params: { sessionId, turnId: "t", itemId: "m", delta: text } } });
+    await send([reset(), { type: "event", event: { method: "item/started", params: { sessionId, turnId: "t", itemId: "m", item: { type: "agentMessage", id: "m", text: "" } } } }, delta("First paragraph.\n\nSecond")]);
+    const first = page.locator(".entry.agent .md > p").first();
+    await first.waitFor();
+    await first.evaluate((el) => ((el as HTMLElement & { marker?: number }).marker = 42));
+    for (const piece of [" grows", " and grows.", "\n\n```py\nprint(1)\n", "```\n"]) {
+      await send([delta(piece)]);
+      await page.waitForTimeout(20);
+    }
+    await page.locator(".entry.agent .code").waitFor();
+    expect(await first.evaluate((el) => (el as HTMLElement & { marker?: number }).marker)).toBe(42);
+    expect(await page.locator(".entry.agent .md > p").nth(1).innerText()).toBe("Second grows and grows.");
+  });
+
+  it("sanitizes what the model writes", async () => {
+    const sessionId = recording.sessionId;
+    const hostile = "<img src=x onerror=\"window.__pwned=1\"> <script>window.__pwned=2</script> [click](javascript:window.__pwned=3) <a href=\"#\" onclick=\"window.__pwned=4\">a</a>";
+    await send([reset(), { type: "event", event: { method: "item/completed", params: { sessionId, turnId: "t", itemId: "m", item: { type: "agentMessage", id: "m", text: hostile } } } }]);
+    await page.locator(".entry.agent .md").waitFor();
+    expect(await page.locator(".entry.agent img, .entry.agent script, .entry.agent [onerror], .entry.agent [onclick], .entry.agent a[href^=javascript]").count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it("a stale approval clears; errors show their kind and a hint; Enter sends", async () => {
+    const sessionId = recording.sessionId;
+    const cycle = recording.messages.find((m) => m.type === "approval")!;
+    await send([reset(), cycle, { type: "approvalCleared", cycleId: cycle.type === "approval" ? cycle.cycle.cycleId : "", reason: "withdrawn", decision: "cancelled" },
+      { type: "event", event: { method: "turn/completed", params: { sessionId, turnId: "t", status: "failed", error: { kind: "upstreamUnavailable", message: "Cannot reach the model server at http://127.0.0.1:9/v1" } } } }]);
+    await page.locator(".entry.error").waitFor();
+    expect(await page.locator(".approval").count()).toBe(0);
+    expect(await page.locator(".entry.tool .status").innerText()).toContain("withdrawn");
+    expect(await page.locator(".entry.error .error-kind").innerText()).toBe("upstreamUnavailable");
+    expect(await page.locator(".entry.error .hint").innerText()).toContain("turnstoned.baseUrl");
+    await page.locator("#input").fill("next question");
+    await page.locator("#input").press("Enter");
+    expect((await posted()).filter((m) => m.type === "send")).toEqual([{ type: "send", text: "next question" }]);
+    await page.screenshot({ path: path.join(ARTIFACTS, "chat-error.png") });
+  });
+
+  it("an edit batch decided call by call: diff on the card, Review, per-call Approve and Deny", async () => {
+    const sessionId = recording.sessionId;
+    const base = { sessionId, turnId: "t2" };
+    const diff = "--- /w/app.py\n+++ /w/app.py\n@@ -1,3 +1,3 @@\n def greet():\n-    return 'hi'\n+    return 'hello'\n \n";
+    const items = [
+      { callId: "e1", tool: "edit_file", header: "⚙ edit_file: app.py (1 edit)", preview: diff, needsApproval: true, approvalLabel: "edit_file", fileChange: { path: "/w/app.py", kind: "modify" as const, unifiedDiff: diff } },
+      { callId: "w1", tool: "write_file", header: "⚙ write_file (write): NOTES.md (12 chars)", preview: "--- /dev/null\n+++ NOTES.md\n@@ -0,0 +1 @@\n+notes here", needsApproval: true, approvalLabel: "write_file", fileChange: { path: "/w/NOTES.md", kind: "create" as const, unifiedDiff: "--- /dev/null\n+++ /w/NOTES.md\n@@ -0,0 +1 @@\n+notes here\n" } },
+    ];
+    await send([{ type: "features", perCallDecisions: true, editReview: true }, reset(), { type: "sent", text: "rename the greeting and take notes", queued: false },
+      ...items.map((item): ToWebview => ({ type: "event", event: { method: "item/started", params: { ...base, itemId: item.callId, item: { type: "toolCall", id: item.callId, callId: item.callId, tool: item.tool, header: item.header, preview: item.preview, needsApproval: true, status: "pending", isError: false, fileChange: item.fileChange } } } })),
+      { type: "approval", cycle: { ...base, cycleId: "k2", items } },
+      { type: "event", event: { method: "session/usage", params: { sessionId, contextTokens: 7400, contextWindow: 32768 } } }]);
+    const cards = page.locator(".entry.tool");
+    await cards.nth(1).locator(".approval button[data-action=approve]").waitFor();
+    expect(await cards.nth(0).locator(".file-change .kind").innerText()).toBe("modify");
+    expect(await cards.nth(0).locator("pre.diff .add").innerText()).toBe("+    return 'hello'");
+    expect(await cards.nth(0).locator("pre.diff .del").innerText()).toBe("-    return 'hi'");
+    expect(await page.locator("#usage").innerText()).toContain("context 23% of 33k");
+    await page.screenshot({ path: path.join(ARTIFACTS, "chat-edit-review.png") });
+
+    await cards.nth(0).locator("button[data-action=review]").click();
+    await cards.nth(0).locator("button[data-action=approve]").click();
+    await cards.nth(1).locator(".feedback").fill("no notes file");
+    await cards.nth(1).locator("button[data-action=deny]").click();
+    const sent = (await posted()).filter((m) => m.type === "review" || m.type === "decideCall");
+    expect(sent).toEqual([
+      { type: "review", callId: "e1" },
+      { type: "decideCall", cycleId: "k2", callId: "e1", decision: "approve" },
+      { type: "decideCall", cycleId: "k2", callId: "w1", decision: "deny", feedback: "no notes file" },
+    ]);
+    await send([{ type: "callDecided", cycleId: "k2", callId: "e1", decision: "approve" },
+      { type: "approvalCleared", cycleId: "k2", reason: "answered", decision: "deny", calls: { e1: "approve", w1: "deny" } }]);
+    await page.waitForFunction(() => document.querySelectorAll(".approval").length === 0);
+    expect(await cards.nth(0).locator(".status").innerText()).toBe("pending · approved");
+    expect(await cards.nth(1).locator(".status").innerText()).toBe("pending · denied");
+    expect(problems).toEqual([]);
+  });
+});

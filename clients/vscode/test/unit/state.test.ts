@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
+import type { DaemonEvent } from "../../src/client";
+import type { ToolCallItem } from "../../src/protocol";
+
+const S = "s1";
+const base = { sessionId: S, turnId: "t1" };
+function tool(status: ToolCallItem["status"], extra: Partial<ToolCallItem> = {}): ToolCallItem {
+  return { type: "toolCall", id: "c1", callId: "c1", tool: "bash", header: "bash: make", preview: "make", needsApproval: true, status, isError: false, ...extra };
+}
+function run(events: DaemonEvent[], state = emptyState(S)) {
+  for (const e of events) state = applyEvent(state, e);
+  return state;
+}
+
+describe("chat state", () => {
+  it("streams an answer and takes the completed item as authoritative", () => {
+    const state = run([
+      { method: "turn/started", params: base },
+      { method: "item/started", params: { ...base, itemId: "m1", item: { type: "agentMessage", id: "m1", text: "" } } },
+      { method: "item/agentMessage/delta", params: { ...base, itemId: "m1", delta: "Hel" } },
+      { method: "item/agentMessage/delta", params: { ...base, itemId: "m1", delta: "lo" } },
+    ]);
+    expect(state.entries).toEqual([{ kind: "agent", id: "m1", text: "Hello", done: false }]);
+    expect(state.turnId).toBe("t1");
+    run([{ method: "item/completed", params: { ...base, itemId: "m1", item: { type: "agentMessage", id: "m1", text: "Hello!" } } }], state);
+    expect(state.entries[0]).toEqual({ kind: "agent", id: "m1", text: "Hello!", done: true });
+  });
+
+  it("ignores other sessions' events", () => {
+    const state = run([{ method: "item/agentMessage/delta", params: { sessionId: "other", turnId: "t", itemId: "m", delta: "x" } }]);
+    expect(state.entries).toEqual([]);
+  });
+
+  it("tool card: approval buttons, live output, final state, decision word", () => {
+    const state = run([{ method: "item/started", params: { ...base, itemId: "c1", item: tool("pending") } }]);
+    applyApproval(state, { ...base, cycleId: "k1", items: [{ callId: "c1", tool: "bash", header: "bash: make", needsApproval: true, approvalLabel: "bash" }] });
+    const card = state.entries[0] as ToolEntry;
+    expect(card.approval).toEqual({ cycleId: "k1", label: "bash", siblings: 0, lead: true, split: false });
+    run([
+      { method: "approval/resolved", params: { ...base, cycleId: "k1", callIds: ["c1"], decision: "approve" } },
+      { method: "item/toolCall/outputDelta", params: { ...base, itemId: "c1", callId: "c1", chunk: "line 1\n" } },
+    ], state);
+    expect([card.approval, card.decision, card.status, card.output]).toEqual([null, "approved", "running", "line 1\n"]);
+    run([{ method: "item/completed", params: { ...base, itemId: "c1", item: tool("failed", { output: "exit 2", isError: true, effectStatus: "unknown" }) } }], state);
+    expect([card.status, card.output, card.isError, card.effectStatus, card.decision]).toEqual(["failed", "exit 2", true, "unknown", "approved"]);
+  });
+
+  it("an approval that overtakes item/started draws its card; siblings share the lead's buttons", () => {
+    const state = applyApproval(emptyState(S), { ...base, cycleId: "k", items: [
+      { callId: "a", tool: "write_file", header: "write a", needsApproval: true, approvalLabel: "write_file" },
+      { callId: "b", tool: "read_file", header: "read b", needsApproval: false, approvalLabel: "read_file" },
+      { callId: "c", tool: "bash", header: "bash: x", needsApproval: true, approvalLabel: "bash", error: "blocked" },
+    ] });
+    const cards = state.entries as ToolEntry[];
+    expect(cards.map((c) => [c.callId, c.approval?.lead, c.approval?.siblings, c.error])).toEqual([["a", true, 1, null], ["c", false, 1, "blocked"]]);
+    expect(state.cycles).toEqual({ k: ["a", "c"] });
+    clearCycle(state, "k", "cancelled");
+    expect(cards.map((c) => [c.approval, c.decision])).toEqual([[null, "withdrawn"], [null, "withdrawn"]]);
+  });
+
+  it("turn end: usage kept, queued flags dropped, errors get a hint, interrupts a notice", () => {
+    const state = addUserMessage(emptyState(S), "more", true);
+    run([{ method: "turn/completed", params: { ...base, status: "failed", error: { kind: "rateLimited", message: "429" }, usage: { promptTokens: 5, completionTokens: 2, totalTokens: 7 } } }], state);
+    expect(state.entries[0]).toMatchObject({ kind: "user", queued: false });
+    expect(state.entries[1]).toMatchObject({ kind: "error", errorKind: "rateLimited", message: "429", hint: expect.stringContaining("wait") });
+    expect(state.lastUsage?.totalTokens).toBe(7);
+    run([{ method: "turn/completed", params: { ...base, status: "interrupted", error: { kind: "interrupted", message: "x" } } }], state);
+    expect(state.entries[2]).toMatchObject({ kind: "notice", text: "Interrupted." });
+  });
+
+  it("redraws history", () => {
+    const state = fromHistory(S, "t", [
+      { type: "userMessage", id: "u", text: "hi" },
+      { type: "reasoning", id: "r", text: "think" },
+      tool("completed", { output: "ok" }),
+      { type: "notice", id: "n", kind: "backgroundShell/exited", text: "done" },
+      { type: "agentMessage", id: "m", text: "bye" },
+    ]);
+    expect(state.entries.map((e) => e.kind)).toEqual(["user", "reasoning", "tool", "notice", "agent"]);
+    expect(state.entries.every((e) => !("done" in e) || e.done)).toBe(true);
+  });
+
+  it("split cycles: each call its own buttons, its own decision word; file changes ride on the card", () => {
+    const fileChange = { path: "/w/a.txt", kind: "modify" as const, unifiedDiff: "@@ -1 +1 @@\n-a\n+b\n" };
+    const state = applyApproval(emptyState(S), { ...base, cycleId: "k", items: [
+      { callId: "a", tool: "edit_file", header: "edit a", needsApproval: true, approvalLabel: "edit_file", fileChange },
+      { callId: "b", tool: "bash", header: "bash: x", needsApproval: true, approvalLabel: "bash" },
+    ] }, true);
+    const [a, b] = state.entries as ToolEntry[];
+    expect([a!.approval?.split, b!.approval?.split, a!.fileChange]).toEqual([true, true, fileChange]);
+    decideCall(state, "k", "a", "approve");
+    expect([a!.approval, a!.decision]).toEqual([null, "approved; waiting for the other calls"]);
+    expect(b!.approval).not.toBeNull();
+    run([{ method: "approval/resolved", params: { ...base, cycleId: "k", callIds: ["a", "b"], decision: "deny", calls: { a: "approve", b: "deny" } } }], state);
+    expect([a!.decision, b!.decision, b!.approval]).toEqual(["approved", "denied", null]);
+  });
+
+  it("keeps the context fill from session/usage", () => {
+    const state = run([{ method: "session/usage", params: { sessionId: S, contextTokens: 3000, contextWindow: 32768 } }]);
+    expect(state.context).toEqual({ tokens: 3000, window: 32768, estimated: false });
+  });
+
+  it("a sent message shows at once; the daemon's answer sets queued; a failed send takes it back", () => {
+    const state = addUserMessage(emptyState(S), "first", false);
+    addUserMessage(state, "second", true);
+    confirmUserMessage(state, "second", false);
+    expect(state.entries.map((e) => e.kind === "user" && [e.text, e.queued])).toEqual([["first", false], ["second", false]]);
+    confirmUserMessage(state, "replayed", true);
+    expect(state.entries[2]).toMatchObject({ text: "replayed", queued: true });
+    dropUserMessage(state, "second");
+    expect(state.entries.map((e) => e.kind === "user" && e.text)).toEqual(["first", "replayed"]);
+  });
+});
