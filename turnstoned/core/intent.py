@@ -21,7 +21,7 @@ from turnstoned.core import intent_bash
 from turnstoned.core import intent_paths as ip
 from turnstoned.core.intent_paths import Where
 from turnstoned.core.shell import Word
-from turnstoned.tools._paths import workspace_root
+from turnstoned.tools._paths import credential_roots, workspace_root
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 
@@ -86,7 +86,7 @@ def verdict_of(hits: dict[str, str]) -> p.Verdict:
 
 def where(env: SessionEnv) -> Where:
     return Where(cwd=os.path.realpath(env.cwd), workspace=workspace_root(env),
-                 home=os.path.expanduser("~"))
+                 home=os.path.expanduser("~"), credentials=credential_roots())
 
 
 def assess(call: PreparedCall, env: SessionEnv) -> p.Verdict:
@@ -136,7 +136,7 @@ def _write_findings(path: str, here: Where) -> dict[str, str]:
     word = _word(path, here)
     if ip.is_system(word):
         return {"system-path-write": f"writes into a system directory ({word.text})"}
-    if ip.is_credential_word(word):
+    if ip.is_credential_word(word, here):
         return {"credential-write": f"writes into a credential store ({word.text})"}
     if ip.is_startup(word, here):
         return {"persistence-write": f"changes what runs later ({word.text})"}
@@ -152,7 +152,7 @@ def _read_findings(paths: list[str], here: Where) -> dict[str, str]:
         word = _word(path, here)
         if ip.proc_environ(word):
             hits.setdefault("proc-environ-exfil", f"reads a process's environment ({word.text})")
-        elif ip.is_credential_word(word):
+        elif ip.is_credential_word(word, here):
             hits.setdefault("credential-recon", f"reads {word.text} (a credential store)")
         elif not ip.inside(word, here):
             hits.setdefault("read-outside-workspace", f"reads {word.text} outside the workspace")

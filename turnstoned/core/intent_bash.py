@@ -66,7 +66,7 @@ def script_findings(script: Script, text: str, where: Where) -> dict[str, str]:
     if programs & _SQL_CLIENTS and _SQL.search(text):
         hit("sql-destructive", "drops or empties database tables")
     for command in script.commands:
-        _check(command, Where(command.cwd, where.workspace, where.home), hit)
+        _check(command, where.at(command.cwd), hit)
     _read_only(script, where, hit)
     return hits
 
@@ -321,7 +321,7 @@ def _credentials(command: Command, where: Where, hit: Hit) -> None:
     for word in absolutes(read_words(command), where):
         if ip.proc_environ(word):
             hit("proc-environ-exfil", f"reads a process's environment ({_show(word)})")
-        elif ip.is_credential_word(word):
+        elif ip.is_credential_word(word, where):
             hit("credential-recon", f"reads {_show(word)} (a credential store)")
 
 
@@ -371,7 +371,7 @@ def _writes(command: Command, where: Where, hit: Hit) -> None:
             continue
         if ip.is_system(word):
             hit("system-path-write", f"writes into a system directory ({shown})")
-        elif ip.is_credential_word(word):
+        elif ip.is_credential_word(word, where):
             hit("credential-write", f"writes into a credential store ({shown})")
         elif ip.is_startup(word, where):
             hit("persistence-write", f"changes what runs later ({shown})")
@@ -388,7 +388,7 @@ def command_read_only(command: Command, where: Where) -> tuple[bool, str]:
     """Whether the command only reads, and if so what it reads outside the workspace ('')."""
     if not is_read_only(command) or write_targets(command):
         return False, ""
-    here = Where(command.cwd, where.workspace, where.home)
+    here = where.at(command.cwd)
     if command.cwd is None or not ip.inside(_plain(command.cwd), here):
         return True, "runs outside the workspace"
     if non_path_program(command.program):

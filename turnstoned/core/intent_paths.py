@@ -7,6 +7,7 @@ so ``~/.s*/id_rsa`` and ``/proc/*/envir''on`` are caught like their plain spelli
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import posixpath
@@ -41,6 +42,14 @@ class Where:
     cwd: str | None  # the directory relative paths resolve against (None: unknown)
     workspace: str  # real path
     home: str
+    credentials: tuple[str, ...] = ()  # credential stores (empty: looked up on each use)
+
+    def at(self, cwd: str | None) -> Where:
+        """The same place judged from another directory (after a ``cd``)."""
+        return dataclasses.replace(self, cwd=cwd)
+
+    def credential_roots(self) -> tuple[str, ...]:
+        return self.credentials or credential_roots()
 
 
 def literal_prefix(pattern: str) -> str:
@@ -127,6 +136,14 @@ def could_be_under(word: Word, root: str) -> bool:
     return any(fnmatch.fnmatchcase(probe, word.pattern) for probe in probes)
 
 
+def under_any(word: Word, roots: tuple[str, ...] | list[str]) -> bool:
+    """``could_be_under`` for several roots (an exact word is resolved once)."""
+    if exact(word):
+        candidates = (real(word.text), posixpath.normpath(word.text))
+        return any(within(c, root.rstrip("/") or "/") for c in candidates for root in roots)
+    return any(could_be_under(word, root) for root in roots)
+
+
 def names_exactly(word: Word, path: str) -> bool:
     """True when the (absolute) word may be exactly ``path`` (or ``path/``)."""
     if exact(word):
@@ -134,15 +151,15 @@ def names_exactly(word: Word, path: str) -> bool:
     return any(fnmatch.fnmatchcase(p, word.pattern) for p in (path, path.rstrip("/") + "/"))
 
 
-def is_credential_word(word: Word) -> bool:
+def is_credential_word(word: Word, where: Where) -> bool:
     """An absolute word that may name a credential store or a process's environment."""
+    roots = where.credential_roots()
     if exact(word):
-        return is_credential(real(word.text)) or is_credential(posixpath.normpath(word.text))
+        return is_credential(real(word.text), roots) or is_credential(
+            posixpath.normpath(word.text), roots)
     if unknown(word):
         return False
-    if proc_environ(word):
-        return True
-    return any(could_be_under(word, root) for root in credential_roots())
+    return proc_environ(word) or under_any(word, roots)
 
 
 def proc_environ(word: Word) -> bool:
@@ -170,11 +187,10 @@ def inside(word: Word, where: Where) -> bool:
 
 
 def is_system(word: Word) -> bool:
-    if exact(word) and real(word.text) in HARMLESS_DEVICES + ("/dev/fd",):
+    if exact(word) and (real(word.text) in HARMLESS_DEVICES or
+                        real(word.text).startswith("/dev/fd/")):
         return False
-    if exact(word) and real(word.text).startswith("/dev/fd/"):
-        return False
-    return any(could_be_under(word, root) for root in SYSTEM_DIRS)
+    return under_any(word, SYSTEM_DIRS)
 
 
 def is_rootish(word: Word, home: str) -> bool:
@@ -190,4 +206,4 @@ def is_startup(word: Word, where: Where) -> bool:
     roots = [posixpath.join(where.home, name) for name in HOME_STARTUP]
     roots += [posixpath.join(where.workspace, name) for name in WORKSPACE_HOOKS]
     roots += list(SYSTEM_STARTUP)
-    return any(could_be_under(word, root) for root in roots)
+    return under_any(word, roots)

@@ -89,7 +89,7 @@ def subject(call: PreparedCall, env: SessionEnv) -> Subject:
         for c in script.commands:
             found.commands.append(" ".join(w.text if not w.dynamic else w.pattern
                                            for w in c.words))
-            here = Where(c.cwd, where.workspace, where.home)
+            here = where.at(c.cwd)
             for word in absolutes(read_words(c) + write_targets(c), here):
                 if not word.dynamic:
                     found.paths.append(os.path.realpath(word.text))
