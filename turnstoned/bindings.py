@@ -114,17 +114,24 @@ def render_typescript(schema: Schema, aliases: dict[str, Schema]) -> str:
     def shape(entry: Schema, key: str) -> str:
         return _ts_type(entry[key]) if key in entry else "null"
 
+    # The LSP lifecycle and its plumbing ($/cancelRequest, window/showMessage) are served by
+    # the client's LSP library; the turnstoned maps leave them out so that, e.g., every
+    # DaemonNotifications entry is a turnstoned event.
     groups = (
-        ("ClientRequests", "Requests a client sends; the daemon answers.", "client->daemon", "request"),
-        ("DaemonNotifications", "Notifications the daemon sends.", "daemon->client", "notification"),
-        ("DaemonRequests", "Requests the daemon sends; the client answers.", "daemon->client", "request"),
-        ("ClientNotifications", "Notifications a client sends.", "client->daemon", "notification"),
-    )
-    for type_name, doc, direction, kind in groups:
+        ("ClientRequests", "Requests a client sends; the daemon answers.", "client->daemon", "request", False),
+        ("DaemonNotifications", "Notifications the daemon sends.", "daemon->client", "notification", False),
+        ("DaemonRequests", "Requests the daemon sends; the client answers.", "daemon->client", "request", False),
+        ("ClientNotifications", "Notifications a client sends.", "client->daemon", "notification", False),
+        ("LspRequests", "LSP lifecycle requests (either side).", None, "request", True),
+        ("LspNotifications", "LSP lifecycle notifications (either side).", None, "notification", True),
+    )  # fmt: skip
+    for type_name, doc, direction, kind, lsp in groups:
         out.append(f"/** {doc} */")
         out.append(f"export interface {type_name} {{")
         for m, entry in methods.items():
-            if entry["direction"] != direction or entry["kind"] != kind:
+            if bool(entry.get("lsp")) != lsp or entry["kind"] != kind:
+                continue
+            if direction is not None and entry["direction"] != direction:
                 continue
             if kind == "request":
                 out.append(f"  {_literal(m)}: {{ params: {shape(entry, 'params')}; "

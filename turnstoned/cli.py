@@ -36,6 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--model", default=None, help="model name for a new session")
     chat.add_argument("--trust-mcp", action="store_true",
                       help="trust the folder's .mcp.json as it is now and start its servers")
+    chat.add_argument("--coordinator", action="store_true",
+                      help="a coordinator session: it delegates to child sessions, whose "
+                           "activity is shown too")
+    chat.add_argument("--follow", action="store_true",
+                      help="stay while the session has active watches, printing the turns "
+                           "they start")
     return parser
 
 
@@ -142,34 +148,84 @@ async def _trust_project(client: Client, folder: str) -> None:
 
 
 class _Printer:
-    """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines."""
+    """Renders events for a person (text on stdout, tool activity on stderr) or as JSON lines.
+
+    What a task agent does (events with ``parentCallId``) is indented under its call, on
+    stderr: stdout keeps the session's own answer.
+    """
+
+    NESTED = "    "
 
     def __init__(self, as_json: bool) -> None:
         self.as_json = as_json
+        self._fresh = True  # stderr is at the start of a line
+
+    def _stream(self, text: str, nested: bool) -> None:
+        """Streamed text on stderr; a task agent's lines are indented."""
+        for piece in text.splitlines(keepends=True):
+            if nested and self._fresh:
+                sys.stderr.write(self.NESTED)
+            sys.stderr.write(piece)
+            self._fresh = piece.endswith("\n")
+        sys.stderr.flush()
+
+    def _line(self, text: str, nested: bool) -> None:
+        """A line of its own on stderr."""
+        start = "" if self._fresh else "\n"
+        print(f"{start}{self.NESTED if nested else ''}{text}", file=sys.stderr, flush=True)
+        self._fresh = True
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
         if self.as_json:
             print(json.dumps({"method": method, "params": params}), flush=True)
             return
+        nested = bool(params.get("parentCallId"))
+        item = params.get("item") or {}
         if method == "item/agentMessage/delta":
-            print(params["delta"], end="", flush=True)
+            if nested:
+                self._stream(params["delta"], nested)
+            else:
+                print(params["delta"], end="", flush=True)
         elif method == "item/toolCall/outputDelta":
-            print(params["chunk"], end="", file=sys.stderr, flush=True)
-        elif method == "item/started" and params["item"]["type"] == "toolCall":
-            print(f"\n{params['item']['header']}", file=sys.stderr, flush=True)
-        elif method == "item/completed" and params["item"]["type"] == "toolCall":
-            item = params["item"]
+            self._stream(params["chunk"], nested)
+        elif method == "item/started" and item["type"] == "toolCall":
+            self._line(item["header"], nested)
+        elif method == "item/started" and item["type"] == "agentMessage" and nested:
+            self._line("⤷ agent:", nested)
+        elif method == "item/completed" and item["type"] == "toolCall":
             mark = "✗" if item.get("isError") else "✓"
             first = (item.get("output") or "").strip().splitlines()[:1]
-            print(f"{mark} {item['tool']} {item['status']}: {first[0][:200] if first else ''}",
-                  file=sys.stderr, flush=True)
+            self._line(f"{mark} {item['tool']} {item['status']}: "
+                       f"{first[0][:200] if first else ''}", nested)
         elif method == "turn/completed":
             print(flush=True)
             if params.get("error"):
                 err = params["error"]
                 print(f"turn failed ({err['kind']}): {err['message']}", file=sys.stderr)
         elif method == "session/notice":
-            print(f"\n[{params['kind']}] {params['text']}", file=sys.stderr, flush=True)
+            title = (params.get("data") or {}).get("title")
+            head = f"{params['kind']}: {title}" if title else params["kind"]
+            self._line(f"[{head}] {params['text']}", False)
+
+
+class _Children:
+    """One line per step of the sessions a coordinator spawned (the other sessions' events)."""
+
+    def __init__(self, own: str) -> None:
+        self.own = own
+
+    def __call__(self, method: str, params: dict[str, Any]) -> None:
+        sid = params.get("sessionId")
+        if sid in (None, self.own) or params.get("parentCallId"):
+            return
+        tag, item = f"  [{sid[:8]}]", params.get("item") or {}
+        if method == "item/started" and item.get("type") == "toolCall":
+            print(f"{tag} {item['header']}", file=sys.stderr, flush=True)
+        elif method == "item/completed" and item.get("type") == "agentMessage" and item["text"]:
+            first = item["text"].strip().splitlines()[0][:200]
+            print(f"{tag} ⤷ {first}", file=sys.stderr, flush=True)
+        elif method == "turn/completed" and params["status"] != "completed":
+            print(f"{tag} turn {params['status']}", file=sys.stderr, flush=True)
 
 
 async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
@@ -194,14 +250,55 @@ async def _chat(args: argparse.Namespace, daemon_flags: list[str]) -> int:
                 await client.request("session/resume", p.SessionRef(session_id=args.session))
                 sid = args.session
             else:
-                sid = await client.start_session(cwd=os.path.abspath(args.cwd or "."),
-                                                 model=args.model, skip_permissions=args.yes)
+                sid = await client.start_session(
+                    cwd=os.path.abspath(args.cwd or "."), model=args.model,
+                    skip_permissions=args.yes,
+                    kind="coordinator" if args.coordinator else "interactive")
             if not args.json:
                 print(f"session {sid}", file=sys.stderr)
+                client.listen(_Children(sid))
             done = await client.run_turn(sid, args.prompt, on_event=printer)
+            if args.follow:
+                await _follow(client, sid, printer)
         except RpcFailure as exc:
             print(f"turnstoned: {exc.message}", file=sys.stderr)
             return 2
         return {"completed": 0, "interrupted": 130}.get(done["status"], 1)
     finally:
         await client.close()
+
+
+async def _follow(client: Client, session_id: str, printer: _Printer) -> None:
+    """Print what the session's watches bring (reports, the turns they start) until none is
+    left active and no turn runs."""
+    running: set[str] = set()
+    changed = asyncio.Event()
+
+    def on_event(method: str, params: dict[str, Any]) -> None:
+        if params.get("sessionId") != session_id:
+            return
+        printer(method, params)
+        if method == "turn/started":
+            running.add(params["turnId"])
+        elif method == "turn/completed":
+            running.discard(params["turnId"])
+            changed.set()
+        elif method == "session/notice":
+            changed.set()
+
+    unsubscribe = client.listen(on_event)
+    shown = ""
+    try:
+        while True:
+            changed.clear()
+            listed = await client.request("watch/list", p.WatchListParams(session_id=session_id))
+            names = ", ".join(w["name"] for w in listed["watches"])
+            if not names and not running:
+                return
+            if names and names != shown:
+                print(f"\nfollowing: active watches {names}; Ctrl-C stops following (the "
+                      "watches stay)", file=sys.stderr, flush=True)
+            shown = names
+            await changed.wait()
+    finally:
+        unsubscribe()

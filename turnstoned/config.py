@@ -66,6 +66,29 @@ class ToolsConfig(_Section):
     rerank_web_search: bool = True
     rerank_bm25: bool = True  # memory, tool and skill candidates too
     rerank_instruction: str = ""  # sent as "<Instruct>: ...\n<Query>: ..." when set
+    agent_max_turns: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50  # model calls per task agent
+    max_parallel_agents: Annotated[int, msgspec.Meta(ge=1, le=16)] = 4  # daemon-wide
+
+
+class ChannelConfig(_Section):
+    """A webhook ``notify`` posts to: the URL itself, or the environment variable holding it."""
+
+    url: str | None = None
+    url_env: str | None = None
+    format: Literal["json", "slack", "discord"] = "json"
+    headers: dict[str, str] = {}
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("a channel needs exactly one of `url` and `url_env`")
+        if self.url is not None and not re.match(r"^https?://", self.url, re.IGNORECASE):
+            raise ValueError("a channel's `url` must start with http:// or https://")
+
+
+class NotifyConfig(_Section):
+    editor: bool = True  # send notifications to the editor as session/notice kind "notify"
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=120)] = 10.0
+    channels: dict[str, ChannelConfig] = {}
 
 
 class SessionConfig(_Section):
@@ -149,6 +172,7 @@ class Config(_Section):
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
+    notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     policies: list[PolicyRule] = []
 

@@ -200,6 +200,19 @@ async def skill_list(get_engine: GetEngine, params: p.SkillListParams) -> p.Skil
     return p.SkillListResult(skills=get_engine().skill_list(params.session_id))
 
 
+# ---------------------------------------------------------------- watches
+
+
+@handles("watch/list")
+async def watch_list(get_engine: GetEngine, params: p.WatchListParams) -> p.WatchListResult:
+    return p.WatchListResult(watches=get_engine().watches.list(params.session_id))
+
+
+@handles("watch/cancel")
+async def watch_cancel(get_engine: GetEngine, params: p.WatchCancelParams) -> p.WatchCancelResult:
+    return get_engine().watches.cancel(params.session_id, params.name)
+
+
 # ---------------------------------------------------------------- the daemon
 
 

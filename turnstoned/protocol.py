@@ -18,9 +18,10 @@ PROTOCOL_VERSION = 1
 # Additions within version 1 (new fields with defaults, new methods); clients may
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
 # decisions, session/usage and trust for project MCP configs; "1.2" adds previews
-# (preview/open, preview/read); "1.3" adds intent verdicts, the judge, smart approvals,
-# tool policies, readable grants and edited arguments.
-PROTOCOL_REVISION = "1.3"
+# (preview/open, preview/read); "1.3" adds watches (watch/list, watch/cancel), task
+# agents' parentCallId and coordinators' children (parentSessionId).; "1.4" adds intent
+# verdicts, the judge, smart approvals, tool policies, readable grants and edited arguments.
+PROTOCOL_REVISION = "1.4"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -53,7 +54,8 @@ class ErrorCode(enum.IntEnum):
     CONFIG_ERROR = -32014
     FILE_CHANGE_NOT_PENDING = -32020
     PREVIEW_NOT_FOUND = -32021
-    GRANT_NOT_FOUND = -32022
+    WATCH_NOT_FOUND = -32022
+    GRANT_NOT_FOUND = -32023
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -71,6 +73,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.CONFIG_ERROR: "configError",
     ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
     ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
+    ErrorCode.WATCH_NOT_FOUND: "watchNotFound",
     ErrorCode.GRANT_NOT_FOUND: "grantNotFound",
 }
 
@@ -231,6 +234,8 @@ class SessionInfo(Wire, kw_only=True):
     created_at: str
     updated_at: str
     status: SessionStatus
+    # The coordinator session that spawned this one (its tools manage it); null otherwise.
+    parent_session_id: str | None = None
 
 
 class SessionListResult(Wire, kw_only=True):
@@ -526,6 +531,50 @@ class PreviewReadResult(Wire, kw_only=True):
     eof: bool  # the bytes read reach the end
 
 
+class WatchInfo(Wire, kw_only=True):
+    """A command the daemon polls for a session (the model's ``watch`` tool)."""
+
+    watch_id: str
+    session_id: str
+    name: str
+    command: str
+    interval_seconds: float
+    # The condition that ends the watch; null: it fires when the output changes.
+    stop_on: str | None = None
+    max_polls: int
+    poll_count: int = 0
+    active: bool = True
+    # Why an inactive watch ended ("condition met: ...", "cancelled by the user", ...).
+    ended: str | None = None
+    next_poll_at: str | None = None
+    last_poll_at: str | None = None
+    last_exit_code: int | None = None
+    created_at: str
+
+
+class WatchListParams(Wire, kw_only=True):
+    """Without ``sessionId``: the active watches of every session."""
+
+    session_id: str | None = None
+
+
+class WatchListResult(Wire, kw_only=True):
+    watches: list[WatchInfo]
+
+
+class WatchCancelParams(Wire, kw_only=True):
+    """``name`` is the watch's name or a prefix (4 or more characters) of its id."""
+
+    session_id: str
+    name: str
+
+
+class WatchCancelResult(Wire, kw_only=True):
+    watch: WatchInfo
+    # False when the watch had already ended (``watch.ended`` says why).
+    cancelled: bool
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -539,6 +588,8 @@ class ItemStarted(Event, kw_only=True):
     turn_id: str
     item_id: str
     item: Item
+    # Set on the items of a task agent: the ``task_agent`` call they belong to.
+    parent_call_id: str | None = None
 
 
 class ItemDelta(Event, kw_only=True):
@@ -546,6 +597,7 @@ class ItemDelta(Event, kw_only=True):
     turn_id: str
     item_id: str
     delta: str
+    parent_call_id: str | None = None
 
 
 class AgentMessageDelta(ItemDelta, kw_only=True):
@@ -562,6 +614,7 @@ class ToolOutputDelta(Event, kw_only=True):
     item_id: str
     call_id: str
     chunk: str
+    parent_call_id: str | None = None
 
 
 class ItemCompleted(Event, kw_only=True):
@@ -569,6 +622,7 @@ class ItemCompleted(Event, kw_only=True):
     turn_id: str
     item_id: str
     item: Item
+    parent_call_id: str | None = None
 
 
 class ApprovalResolved(Event, kw_only=True):
@@ -579,6 +633,7 @@ class ApprovalResolved(Event, kw_only=True):
     decision: ResolvedDecision
     # When the answer decided calls one by one: what each asked-about call got.
     calls: dict[str, Decision] = {}
+    parent_call_id: str | None = None
 
 
 class ApprovalVerdicts(Event, kw_only=True):
@@ -588,6 +643,7 @@ class ApprovalVerdicts(Event, kw_only=True):
     turn_id: str
     cycle_id: str
     verdicts: dict[str, Verdict]
+    parent_call_id: str | None = None  # the cycle of a task agent: see ApprovalResolved
 
 
 class TurnCompleted(Event, kw_only=True):
@@ -723,6 +779,8 @@ class ApprovalRequestParams(Event, kw_only=True):
     items: list[ApprovalRequestItem]
     # The calls cannot be decided one by one (they change the same file): answer the cycle.
     atomic: bool = False
+    # Asked by a task agent: the ``task_agent`` call whose agent wants to run these calls.
+    parent_call_id: str | None = None
     # The LLM judge is still rating the calls: approval/verdicts follows.
     judge_pending: bool = False
 
@@ -862,6 +920,9 @@ METHODS: tuple[Method, ...] = (
          "The whole proposed content of a file change awaiting approval (for a diff view)."),
     _req("preview/read", PreviewReadParams, PreviewReadResult,
          "Read the content of a preview the daemon announced with preview/open."),
+    _req("watch/list", WatchListParams, WatchListResult,
+         "Active watches (commands the daemon polls for a session), the next due first."),
+    _req("watch/cancel", WatchCancelParams, WatchCancelResult, "Stop one of a session's watches."),
     _req("grant/list", GrantListParams, GrantListResult,
          "A session's standing grants: what each lets run unasked."),
     _req("grant/revoke", GrantRevokeParams, GrantRevokeResult,

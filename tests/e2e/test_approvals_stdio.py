@@ -60,5 +60,5 @@ def test_a_rated_request_an_edit_a_grant_and_a_trusted_policy(
     assert daemon.result("grant/revoke", {"sessionId": sid, "rule": "bash:echo"}) == {
         "revoked": True}
     missing = daemon.request("grant/revoke", {"sessionId": sid, "rule": "bash:echo"})["error"]
-    assert missing["code"] == -32022 and missing["data"]["kind"] == "grantNotFound"
+    assert missing["code"] == -32023 and missing["data"]["kind"] == "grantNotFound"
     assert daemon.bad_frames == []

@@ -121,3 +121,18 @@ def test_descriptions_say_what_a_rule_allows() -> None:
     assert "only read" in grants.describe(grants.READ_ONLY)
     assert "`npm test`" in grants.describe("bash:npm test")
     assert "inside the workspace" in grants.describe(grants.WORKSPACE_WRITES)
+
+
+def test_a_watch_is_rated_as_its_command_and_never_granted(env: SessionEnv) -> None:
+    from types import SimpleNamespace
+
+    watch = PreparedCall(header="watch", needs_approval=True, approval_label="watch",
+                         tool="watch", data=SimpleNamespace(command="rm -rf build"))
+    watch.verdict = intent.assess(watch, env)
+    assert watch.verdict.rule == "recursive-delete"
+    harmless = PreparedCall(header="watch", needs_approval=True, approval_label="watch",
+                            tool="watch", data=SimpleNamespace(command="git status"))
+    harmless.verdict = intent.assess(harmless, env)
+    assert grants.rules_for(harmless, env) == []
+    assert grants.covering(harmless, env, {"watch"}) is None
+    assert grants.covering(harmless, env, set(), frozenset({"watch"})) == "watch"

@@ -18,18 +18,24 @@ from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
 from turnstoned.core import approvallink, grants, mcplink, weblink
 from turnstoned.core import messages as m
+from turnstoned.core.agent import AgentHost
 from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
 from turnstoned.core.session import Session, TurnState, iso, resolve_dir, session_info
 from turnstoned.core.toolset import SearchSettings
 from turnstoned.core.turn import TurnRunner
+from turnstoned.core.watches import WatchDesk
 from turnstoned.protocol import ErrorCode
 from turnstoned.scopes import ScopeError, ScopeRef, Scopes, sessionless_refs
 from turnstoned.store import SessionRow, Store
 from turnstoned.tools.base import Services, SessionEnv, ToolSettings
 
 log = logging.getLogger(__name__)
+
+# Turns a session may start on its own (a watch fired) before the user speaks again.
+MAX_WAKES = 5
 
 
 class Engine:
@@ -43,17 +49,24 @@ class Engine:
         self.services.prompt_sections.append(self._skill_section)
         self.mcp = mcplink.make_manager(config)
         self.services.mcp = self.mcp
+        self.services.notify = config.notify
+        self.services.agents = AgentHost(self)
+        self.coordinator = Coordinator(self)
+        self.services.coordinator = self.coordinator
         self.services.prompt_sections.append(self._mcp_section)
         self.mcp.add_status_listener(lambda status: sink.notify(mcplink.status_changed(status)))
         self.projects = mcplink.make_projects(config, store, self.mcp, sink)
         weblink.attach(self, config)
+        self.watches = WatchDesk(self)
+        self.services.watches_changed = self.watches.runner.poke
         self.policies = approvallink.make_book(config, store, sink)
         self.judge = approvallink.make_judge(self)
         self._closed = False
 
     def start(self) -> None:
-        """Begin background work (MCP connections); call on the running event loop."""
+        """Begin background work (MCP connections, watches); call on the running event loop."""
         asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
+        self.watches.runner.start()
         weblink.sweep_previews(self)
 
     def _mcp_section(self, env: SessionEnv) -> str:
@@ -101,18 +114,24 @@ class Engine:
         session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
                                         max_results=t.search_max_results,
                                         native=self.config.model.native_tool_search)
-        env.notice = lambda kind, text, data: self._notice(session, kind, text, data)
+        env.notice = lambda kind, text, data: self.notice(session, kind, text, data)
+        env.announce = lambda kind, text, data: self.sink.notify(
+            p.SessionNotice(session_id=session.id, kind=kind, text=text, data=dict(data)))
         self.sessions[row.id] = session
         return session
 
-    def _notice(self, session: Session, kind: str, text: str, data: dict[str, object]) -> None:
-        """A tool's session-level event: tell the editor now, the model at the next seam."""
-        session.queued.append(m.Message(role="user", content=text, id=m.new_id("notice"),
-                                        notice=kind))
+    def notice(self, session: Session, kind: str, text: str, data: dict[str, object],
+               keep: bool = False) -> None:
+        """A session-level event: tell the editor now, the model at the next seam (``keep``:
+        the model's copy is stored, so it survives a daemon restart until a turn folds it)."""
+        msg = m.Message(role="user", content=text, id=m.new_id("notice"), notice=kind)
+        if keep:
+            self.store.queue_input(session.id, msg.id, m.encode(msg))
+        session.queued.append(msg)
         self.sink.notify(p.SessionNotice(session_id=session.id, kind=kind, text=text,
                                          data=dict(data)))
 
-    def start_session(self, params: p.SessionStartParams) -> Session:
+    def start_session(self, params: p.SessionStartParams, parent_id: str | None = None) -> Session:
         cwd = resolve_dir(params.cwd, Path(os.getcwd()))
         if not cwd.is_dir():
             raise EngineError(ErrorCode.INVALID_PARAMS, f"cwd is not a directory: {cwd}")
@@ -122,12 +141,12 @@ class Engine:
             id=secrets.token_hex(16), kind=params.kind, cwd=str(cwd),
             workspace=str(workspace) if workspace else None, model=params.model,
             title=params.title, skip_permissions=params.skip_permissions, grants=(), state={},
-            closed=False, created_at=now, updated_at=now,
+            closed=False, created_at=now, updated_at=now, parent_id=parent_id,
         )
         self.store.create_session(row)
         return self._open(row)
 
-    def _row(self, session_id: str) -> SessionRow:
+    def row(self, session_id: str) -> SessionRow:
         row = self.store.get_session(session_id)
         if row is None:
             raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
@@ -138,7 +157,7 @@ class Engine:
         session = self.sessions.get(session_id)
         if session is not None:
             return session
-        if self._row(session_id).closed:
+        if self.row(session_id).closed:
             raise EngineError(ErrorCode.SESSION_CLOSED,
                               f"session {session_id!r} is closed; session/resume reopens it")
         return self.resume(session_id)
@@ -147,7 +166,7 @@ class Engine:
         session = self.sessions.get(session_id)
         if session is not None:
             return session
-        row = self._row(session_id)
+        row = self.row(session_id)
         if row.closed:
             self.store.update_session(session_id, closed=False)
             row = self.store.get_session(session_id) or row
@@ -175,6 +194,8 @@ class Engine:
         self.store.update_session(session_id, closed=True)
         self.sessions.pop(session_id, None)
         weblink.remove_previews(self, session_id)
+        self.watches.session_closed(session_id)
+        self.coordinator.session_changed()
 
     # ----------------------------------------------------------- turns
 
@@ -186,18 +207,49 @@ class Engine:
         if session.turn is not None:
             session.queue_input(text)
             return session.turn.id, True
-        turn = TurnState(id=m.new_id("turn"), generation=session.generation)
+        session.wakes = 0
         # Input queued for a turn that ended first (or that a crash ended), and notices
         # that arrived while idle, lead this turn's message (one user message: strict
         # chat templates refuse two in a row).
         earlier = session.take_queued()
         content = "\n\n".join([*(q.text() for q in earlier), text])
-        session.commit([m.Message(role="user", content=content, id=m.new_id("user"),
-                                  turn_id=turn.id)], folded=earlier)
+        message = m.Message(role="user", content=content, id=m.new_id("user"))
+        return self._launch(session, message, earlier), False
+
+    def _launch(self, session: Session, message: m.Message, folded: list[m.Message]) -> str:
+        """Commit the turn's leading message (folding ``folded`` queued ones) and start it."""
+        turn = TurnState(id=m.new_id("turn"), generation=session.generation)
+        message.turn_id = turn.id
+        session.commit([message], folded=folded)
         session.turn = turn
         runner = TurnRunner(session, turn, self.config, self.sink)
         turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
-        return turn.id, False
+        turn.task.add_done_callback(lambda _: self._turn_ended(session, turn))
+        return turn.id
+
+    def _turn_ended(self, session: Session, turn: TurnState) -> None:
+        """Coordinators waiting for this session hear of it; a watch report that arrived as
+        the turn was ending starts the next one (unless the user stopped this one: then it
+        waits for them)."""
+        self.coordinator.session_changed()
+        if not self._closed and not turn.cancel.is_set() and self.sessions.get(session.id) is session:
+            self.wake(session)
+
+    def wake(self, session: Session) -> None:
+        """Start a turn for the watch reports queued in an idle session."""
+        queued = session.queued
+        if session.turn is not None or not any(q.notice == "watch" for q in queued):
+            return
+        if session.wakes >= MAX_WAKES:
+            log.info("session %s: %d turns started by watches in a row; waiting for the user",
+                     session.id, session.wakes)
+            return
+        session.wakes += 1
+        taken = session.take_queued()
+        notice = None if any(not q.notice for q in taken) else taken[0].notice
+        message = m.Message(role="user", content="\n\n".join(q.text() for q in taken),
+                            id=m.new_id("user"), notice=notice)
+        self._launch(session, message, taken)
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
         session = self.get(session_id)
@@ -262,7 +314,7 @@ class Engine:
         try:
             if session_id is None:
                 return sessionless_refs(scope)
-            row = self._row(session_id)
+            row = self.row(session_id)
             found = Scopes.for_session(row.id, row.kind, Path(row.cwd), _workspace(row))
             return found.for_editor(scope)
         except ScopeError as exc:
@@ -288,7 +340,7 @@ class Engine:
         """The skills a session (or, without one, the user) can load, and its active one."""
         root, active = None, None
         if session_id is not None:
-            row = self._row(session_id)
+            row = self.row(session_id)
             root = skills.skills_root(Path(row.cwd), _workspace(row))
             record = row.state.get(skills.ACTIVE_KEY)
             active = record.get("name") if isinstance(record, dict) else None
@@ -309,6 +361,7 @@ class Engine:
 
     def terminate(self) -> None:
         """Last resort at process exit, outside any event loop: kill what sessions spawned."""
+        self.watches.runner.kill_now()
         for session in self.sessions.values():
             session.env.kill_now()
         self.store.close()
@@ -339,10 +392,11 @@ class Engine:
         return [mcplink.change_info(c) for c in changes]
 
     async def shutdown(self) -> None:
-        """Stop turns, shells and MCP servers (idempotent)."""
+        """Stop watches, turns, shells and MCP servers (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        await self.watches.runner.close()
         await self.projects.close()
         await self.policies.close()
         await self.mcp.close()

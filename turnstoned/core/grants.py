@@ -96,8 +96,8 @@ def _rule_words(rule: str) -> tuple[list[str], bool]:
 
 def rules_for(call: PreparedCall, env: SessionEnv) -> list[str]:
     """The rules an "always" for ``call`` saves (none for a protected call)."""
-    if intent.protected(call):
-        return []
+    if intent.protected(call) or call.tool == "watch":
+        return []  # a watch is a command run again and again, each one asked about
     if call.tool == "bash":
         return _bash_rules(call, env)
     if call.label in WRITE_LABELS:
@@ -148,6 +148,8 @@ def covering(call: PreparedCall, env: SessionEnv, grants: set[str],
         return _bash_covering(call, env, grants | configured)
     if call.label in WRITE_LABELS and WORKSPACE_WRITES in grants | configured:
         return WORKSPACE_WRITES
+    if call.tool == "watch":
+        return call.label if call.label in configured else None
     if call.label in grants | configured:
         return call.label
     return None

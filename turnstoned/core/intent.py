@@ -70,6 +70,7 @@ RULES_BY_ID = {r.id: r for r in RULES}
 RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 _WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+_COMMAND_TOOLS = frozenset({"bash", "watch"})  # a watch runs its shell command again and again
 _READ_TOOLS = {"read_file": ("path",), "search": ("path",), "diff_file": ("path_a", "path_b")}
 _NETWORK_TOOLS = frozenset({"web_fetch", "web_search", "open_preview"})
 
@@ -98,7 +99,7 @@ def findings(call: PreparedCall, env: SessionEnv) -> dict[str, str]:
     """Every rule the call matches (rule id -> reason)."""
     args = arguments(call)
     here = where(env)
-    if call.tool == "bash":
+    if call.tool in _COMMAND_TOOLS:
         command = getattr(call.data, "command", None) or str(args.get("command") or "")
         return intent_bash.findings(command, here)
     if call.tool in _WRITE_TOOLS:

@@ -187,7 +187,8 @@ class Batch:
             if raw.id in seen:
                 raw.id = f"{raw.id}_{len(seen) + 1}"
             seen.add(raw.id)
-            ctx = ToolContext(env=setup.env, call_id=new_call_id(), cancel=setup.cancel)
+            ctx = ToolContext(env=setup.env, call_id=new_call_id(), cancel=setup.cancel,
+                              turn_id=setup.turn_id)
             calls.append(prepare_one(raw, handles.get(raw.name.strip()), available, ctx))
         return cls(setup, handles, calls, apply_batch_policies(calls))
 
@@ -268,7 +269,7 @@ class Batch:
             stream.push(chunk)
 
         return ToolContext(env=setup.env, call_id=call.call_id, cancel=setup.cancel,
-                           emit_output=emit)
+                           turn_id=setup.turn_id, emit_output=emit)
 
     def _fold(self, outcomes: list[Outcome], budget: Budget, feedback: list[str]) -> Folded:
         """Phase 4: each result through the repeat check, the budget and the guard."""
@@ -303,7 +304,9 @@ class Batch:
             return None
         folded = Folded(messages=[], items=[])
         for c in self.calls:
-            if c.call_id in self.started:
+            if c.call_id in self.started and c.receipt is not None:
+                out = c.receipt(reason)
+            elif c.call_id in self.started:
                 tail = "".join(self.streamed.get(c.call_id, []))[-2000:]
                 text = (f"{reason} Outcome UNKNOWN — this call may have begun executing before the "
                         "turn was stopped; do not assume it did not run, and reconcile before "

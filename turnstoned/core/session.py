@@ -21,6 +21,20 @@ if TYPE_CHECKING:
     from turnstoned.store import SessionRow, Store
 
 
+IDENTITY = (
+    "You are turnstoned, a coding agent working inside the user's code editor.",
+    "Use the tools to inspect and change the project; explain briefly what you did.",
+)
+COORDINATOR_IDENTITY = (
+    ("You are turnstoned, coordinating work inside the user's code editor: you do not edit "
+     "files or run commands yourself; you split the work into tasks and hand each to a child "
+     "session (a workstream: a coding agent with file and shell tools), then follow them up."),
+    ("Spawn children with complete instructions (they do not see this conversation), wait for "
+     "them, inspect their results, send follow-ups, and keep the task list current. Report "
+     "to the user what was done, by whom, and what is left."),
+)
+
+
 @dataclass(slots=True)
 class TurnState:
     """The running turn of a session."""
@@ -49,6 +63,8 @@ class Session:
         self.last_usage: dict[str, Any] | None = None
         self.search = SearchSettings()
         self.repeats = RepeatDetector()
+        self.wakes = 0  # turns started by watch reports since the user last spoke
+        self.last_status: p.TurnStatus | None = None  # how the last turn ended
 
     # ----------------------------------------------------------- state
 
@@ -107,11 +123,8 @@ class Session:
         return toolset.build(self.kind, self.env, self.search)
 
     def system_prompt(self, model_name: str) -> str:
-        lines = [
-            "You are turnstoned, a coding agent working inside the user's code editor.",
-            "Use the tools to inspect and change the project; explain briefly what you did.",
-            f"Working directory: {self.env.cwd}",
-        ]
+        lines = list(COORDINATOR_IDENTITY if self.kind == "coordinator" else IDENTITY)
+        lines.append(f"Working directory: {self.env.cwd}")
         if self.env.workspace and self.env.workspace != self.env.cwd:
             lines.append(f"Workspace: {self.env.workspace}")
         lines.append(f"Model: {model_name}. Today is {datetime.now().date().isoformat()}.")
@@ -128,7 +141,7 @@ def session_info(row: SessionRow, title: str | None, updated_at: float,
     return p.SessionInfo(
         session_id=row.id, title=title, cwd=row.cwd, kind=row.kind, model=row.model,
         created_at=iso(row.created_at), updated_at=iso(updated_at),
-        status="closed" if row.closed else status,
+        status="closed" if row.closed else status, parent_session_id=row.parent_id,
     )
 
 

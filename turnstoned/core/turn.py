@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_model
 from turnstoned.core import messages as m
-from turnstoned.core.events import Coalescer, EventSink
+from turnstoned.core.events import EventSink
 from turnstoned.core.pipeline import Batch, BatchSetup, Folded, call_item
+from turnstoned.core.replies import ItemStream
 from turnstoned.core.results import Budget, GuardSettings
 from turnstoned.core.session import Session, TurnState
 from turnstoned.core.toolset import Toolset
@@ -37,19 +37,15 @@ class TurnRunner:
         self.tools = Toolset()
         self._reply_id = ""
         self.usage = p.Usage()
-        self._open_items: dict[str, p.Item] = {}
+        self.items = ItemStream(sink, session.id, turn.id)
 
     # ----------------------------------------------------------- notifications
 
     def _item_started(self, item: p.Item) -> None:
-        self._open_items[item.id] = item
-        self.sink.notify(p.ItemStarted(session_id=self.session.id, turn_id=self.turn.id,
-                                       item_id=item.id, item=item))
+        self.items.started(item)
 
     def _item_completed(self, item: p.Item) -> None:
-        self._open_items.pop(item.id, None)
-        self.sink.notify(p.ItemCompleted(session_id=self.session.id, turn_id=self.turn.id,
-                                         item_id=item.id, item=item))
+        self.items.completed(item)
 
     # ----------------------------------------------------------- the loop
 
@@ -72,6 +68,7 @@ class TurnRunner:
         finally:
             self._close_open_items()
             self.session.turn = None
+            self.session.last_status = status
             self.sink.notify(p.TurnCompleted(
                 session_id=self.session.id, turn_id=self.turn.id, status=status, error=error,
                 usage=self.usage if self.usage.total_tokens else None))
@@ -95,49 +92,18 @@ class TurnRunner:
 
     # ----------------------------------------------------------- model call
 
-    def _channel(self, item_id: str, delta: type[p.ItemDelta],
-                 make: Callable[..., p.Item]) -> Coalescer:
-        """Coalesced deltas of one streamed item, which starts with its first delta."""
-        def flush(text: str) -> None:
-            if item_id not in self._open_items:
-                self._item_started(make(id=item_id))
-            self.sink.notify(delta(session_id=self.session.id, turn_id=self.turn.id,
-                                   item_id=item_id, delta=text))
-        return Coalescer(flush)
-
     async def _model_call(self, model: ModelSettings) -> ModelReply:
-        from turnstoned.llm.openai_chat import stream_reply  # imports openai: not on startup
-
-        msg_id, rsn_id = m.new_id("msg"), m.new_id("rsn")
-        texts: dict[str, list[str]] = {msg_id: [], rsn_id: []}
-        text_out = self._channel(msg_id, p.AgentMessageDelta, p.AgentMessageItem)
-        rsn_out = self._channel(rsn_id, p.ReasoningDelta, p.ReasoningItem)
-
-        def on_text(delta: str) -> None:
-            texts[msg_id].append(delta)
-            text_out.push(delta)
-
-        def on_reasoning(delta: str) -> None:
-            texts[rsn_id].append(delta)
-            rsn_out.push(delta)
-
+        msg_id = m.new_id("msg")
         messages = [{"role": "system", "content": self.session.system_prompt(model.name)},
                     *m.to_openai(self.session.history)]
         self.tools = self.session.toolset()
         try:
-            reply = await stream_reply(model, messages, self.tools.schemas, on_text, on_reasoning)
+            reply = await self.items.reply(model, messages, self.tools.schemas, msg_id)
         except (asyncio.CancelledError, ModelError):
-            partial = "".join(texts[msg_id])
-            if partial:  # keep what the user already saw
-                self.session.commit([m.Message(role="assistant", content=partial, id=msg_id,
-                                               turn_id=self.turn.id)])
+            if self.items.partial:  # keep what the user already saw
+                self.session.commit([m.Message(role="assistant", content=self.items.partial,
+                                               id=msg_id, turn_id=self.turn.id)])
             raise
-        finally:
-            rsn_out.close()
-            text_out.close()
-            for item_id, make in ((rsn_id, p.ReasoningItem), (msg_id, p.AgentMessageItem)):
-                if item_id in self._open_items:
-                    self._item_completed(make(id=item_id, text="".join(texts[item_id])))
         self._count_usage(model, messages, reply)
         self._reply_id = msg_id
         return reply
@@ -237,7 +203,4 @@ class TurnRunner:
             self._item_completed(item)
 
     def _close_open_items(self) -> None:
-        for item in list(self._open_items.values()):
-            if isinstance(item, p.ToolCallItem):
-                continue
-            self._item_completed(item)
+        self.items.close_open()

@@ -6,8 +6,9 @@ kept in ``queued_inputs`` from the moment it is accepted until the commit that
 folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
 produced by the caller; the store reads them only for the role and for the
 text it indexes for ``recall`` (full-text search, in the same transaction).
-Memories (``memory``) and decisions about a project's own config files
-(``trust``: its ``.mcp.json`` and its policies) live in the same file.
+Memories (``memory``), decisions about a project's own config files (``trust``:
+its ``.mcp.json`` and its policies), watches (``watches``) and coordinators' task
+lists (``tasks``) live in the same file.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from typing import Any
 from turnstoned.protocol import SessionKind
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
+from turnstoned.store import tasks as _tasks
 from turnstoned.store import trust as _trust
+from turnstoned.store import watches as _watches
 from turnstoned.store.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -42,7 +45,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     state TEXT NOT NULL DEFAULT '{}',
     closed INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    parent_id TEXT
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -78,11 +82,12 @@ class SessionRow:
     closed: bool
     created_at: float
     updated_at: float
+    parent_id: str | None = None  # the coordinator session that spawned this one
 
 
 _COLUMNS = (
     "id, kind, cwd, workspace, model, title, skip_permissions, grants, state, closed, "
-    "created_at, updated_at"
+    "created_at, updated_at, parent_id"
 )
 
 
@@ -90,7 +95,7 @@ def _row(r: sqlite3.Row | tuple[Any, ...]) -> SessionRow:
     return SessionRow(
         id=r[0], kind=r[1], cwd=r[2], workspace=r[3], model=r[4], title=r[5],
         skip_permissions=bool(r[6]), grants=tuple(json.loads(r[7])), state=json.loads(r[8]),
-        closed=bool(r[9]), created_at=r[10], updated_at=r[11],
+        closed=bool(r[9]), created_at=r[10], updated_at=r[11], parent_id=r[12],
     )
 
 
@@ -100,17 +105,23 @@ class Store(Database):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._db.executescript(_SCHEMA)
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(sessions)")}
+        if "parent_id" not in columns:  # a database from before coordinator sessions
+            self._db.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
+        self._db.execute("CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_id)")
         _memory.install(self._db)
         _trust.install(self._db)
+        _watches.install(self._db)
+        _tasks.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
 
     def create_session(self, row: SessionRow) -> None:
         self._write([(
-            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (row.id, row.kind, row.cwd, row.workspace, row.model, row.title,
              int(row.skip_permissions), json.dumps(list(row.grants)), json.dumps(row.state),
-             int(row.closed), row.created_at, row.updated_at),
+             int(row.closed), row.created_at, row.updated_at, row.parent_id),
         )])
 
     def update_session(self, session_id: str, **fields: Any) -> None:
@@ -130,11 +141,12 @@ class Store(Database):
             r = self._db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return _row(r) if r else None
 
-    def list_sessions(self) -> list[SessionRow]:
+    def list_sessions(self, parent_id: str | None = None) -> list[SessionRow]:
+        """Every session (or the children of ``parent_id``), most recently updated first."""
+        where, args = ("WHERE parent_id = ?", (parent_id,)) if parent_id else ("", ())
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC"
-            ).fetchall()
+            sql = f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC, created_at DESC"
+            rows = self._db.execute(sql, args).fetchall()
         return [_row(r) for r in rows]
 
     def append_messages(self, session_id: str, messages: Sequence[tuple[str, str | None, str]],

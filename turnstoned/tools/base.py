@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind, Verdict
 
 if TYPE_CHECKING:
+    from turnstoned.config import NotifyConfig
     from turnstoned.mcp.manager import MCPManager
     from turnstoned.net.services import WebServices
     from turnstoned.store import Store
     from turnstoned.store.previews import PreviewRecord, PreviewStore
+    from turnstoned.tools._coordination import Coordination
 
 __all__ = ["EffectStatus"]
 
@@ -82,6 +84,9 @@ class PreparedCall:
     data: Any = None  # tool-specific state handed from prepare to execute
     policy: BatchPolicy | None = None
     file_change: FileProposal | None = None
+    # The result to report when the call is interrupted after it started, for a call that
+    # knows better than "outcome unknown" (a task agent: the ledger of its own calls).
+    receipt: Callable[[str], ToolOutput] | None = None
     # Filled in by the pipeline:
     call_id: str = ""  # daemon-unique: items, approvals, results and the store use it
     model_id: str = ""  # the id the model gave the call (unique within its reply)
@@ -162,6 +167,16 @@ class Services:
     ask_model: Callable[[str, list[dict[str, Any]]], Awaitable[str]] | None = None
     # Tell the editor that a preview is ready: (session_id, call_id, record).
     preview_opened: Callable[[str, str, PreviewRecord], None] = lambda sid, call, record: None
+    # Tells the watch runner that watches were added or ended (it sleeps until the next poll).
+    watches_changed: Callable[[], None] = lambda: None
+    # Where ``notify`` sends (the editor, configured webhooks); None: the editor only.
+    notify: NotifyConfig | None = None
+    # Per-turn counters (e.g. notifications sent), keyed by "<what>:<turn id>".
+    turn_counts: dict[str, int] = field(default_factory=dict)
+    # Runs task agents (the ``task_agent`` tool); None where the engine is not running.
+    agents: AgentRunner | None = None
+    # Child sessions of coordinator sessions (the coordinator tools).
+    coordinator: Coordination | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""
@@ -199,6 +214,8 @@ class SessionEnv:
     # exited: notice(kind, text, data). The session folds `text` into the
     # conversation at the next seam and notifies the editor.
     notice: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
+    # The same for the editor only (e.g. a notification for the user): announce(kind, text, data).
+    announce: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
     # Session state that survives a daemon restart (JSON values), e.g. the active
     # skill or tools expanded by tool search. Write it only through ``persist``.
     persisted: dict[str, Any] = field(default_factory=dict)
@@ -249,6 +266,12 @@ class SessionEnv:
         return max(16_384, int(self.settings.context_window * 4 * 0.5))
 
 
+class AgentRunner(Protocol):
+    """Runs the sub-agent of a ``task_agent`` call (the engine's ``core.agent``)."""
+
+    async def run(self, prompt: str, call: PreparedCall, ctx: ToolContext) -> ToolOutput: ...
+
+
 class ToolHandle(Protocol):
     """A callable tool as the pipeline sees it (a built-in module, an MCP tool, tool search)."""
 
@@ -267,6 +290,7 @@ class ToolContext:
     env: SessionEnv
     call_id: str = ""
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    turn_id: str = ""  # the turn the call belongs to (a task agent's calls: its parent's turn)
     # Stream a chunk of output to the editor (item/toolCall/outputDelta).
     emit_output: Callable[[str], None] = lambda chunk: None
 

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.3";
+export const PROTOCOL_REVISION = "1.4";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -12,6 +12,7 @@ export interface AgentMessageDelta {
   turnId: string;
   itemId: string;
   delta: string;
+  parentCallId?: string | null;
 }
 
 export interface AgentMessageItem {
@@ -43,6 +44,7 @@ export interface ApprovalRequestParams {
   cycleId: string;
   items: ApprovalRequestItem[];
   atomic?: boolean;
+  parentCallId?: string | null;
   judgePending?: boolean;
 }
 
@@ -53,6 +55,7 @@ export interface ApprovalResolved {
   callIds: string[];
   decision: "always" | "approve" | "auto" | "cancelled" | "deny" | "timeout";
   calls?: { [key: string]: "always" | "approve" | "deny" };
+  parentCallId?: string | null;
 }
 
 /**
@@ -72,6 +75,7 @@ export interface ApprovalVerdicts {
   turnId: string;
   cycleId: string;
   verdicts: { [key: string]: Verdict };
+  parentCallId?: string | null;
 }
 
 export interface CallDecision {
@@ -185,6 +189,7 @@ export interface ItemCompleted {
   turnId: string;
   itemId: string;
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+  parentCallId?: string | null;
 }
 
 export interface ItemStarted {
@@ -192,6 +197,7 @@ export interface ItemStarted {
   turnId: string;
   itemId: string;
   item: UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+  parentCallId?: string | null;
 }
 
 export interface McpChange {
@@ -463,6 +469,7 @@ export interface ReasoningDelta {
   turnId: string;
   itemId: string;
   delta: string;
+  parentCallId?: string | null;
 }
 
 export interface ReasoningItem {
@@ -493,6 +500,7 @@ export interface SessionInfo {
   createdAt: string;
   updatedAt: string;
   status: "closed" | "idle" | "running";
+  parentSessionId?: string | null;
 }
 
 export interface SessionListResult {
@@ -620,6 +628,7 @@ export interface ToolOutputDelta {
   itemId: string;
   callId: string;
   chunk: string;
+  parentCallId?: string | null;
 }
 
 export interface TurnCompleted {
@@ -688,6 +697,50 @@ export interface Verdict {
   confidence?: number;
 }
 
+/**
+ * ``name`` is the watch's name or a prefix (4 or more characters) of its id.
+ */
+export interface WatchCancelParams {
+  sessionId: string;
+  name: string;
+}
+
+export interface WatchCancelResult {
+  watch: WatchInfo;
+  cancelled: boolean;
+}
+
+/**
+ * A command the daemon polls for a session (the model's ``watch`` tool).
+ */
+export interface WatchInfo {
+  watchId: string;
+  sessionId: string;
+  name: string;
+  command: string;
+  intervalSeconds: number;
+  stopOn?: string | null;
+  maxPolls: number;
+  pollCount?: number;
+  active?: boolean;
+  ended?: string | null;
+  nextPollAt?: string | null;
+  lastPollAt?: string | null;
+  lastExitCode?: number | null;
+  createdAt: string;
+}
+
+/**
+ * Without ``sessionId``: the active watches of every session.
+ */
+export interface WatchListParams {
+  sessionId?: string | null;
+}
+
+export interface WatchListResult {
+  watches: WatchInfo[];
+}
+
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";
 export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
@@ -730,6 +783,8 @@ export const Method = {
   skillList: "skill/list",
   fileChangeRead: "fileChange/read",
   previewRead: "preview/read",
+  watchList: "watch/list",
+  watchCancel: "watch/cancel",
   grantList: "grant/list",
   grantRevoke: "grant/revoke",
   policyList: "policy/list",
@@ -757,8 +812,6 @@ export type MethodName = (typeof Method)[keyof typeof Method];
 
 /** Requests a client sends; the daemon answers. */
 export interface ClientRequests {
-  "initialize": { params: InitializeParams; result: InitializeResult };
-  "shutdown": { params: null; result: null };
   "session/start": { params: SessionStartParams; result: SessionStartResult };
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
@@ -775,6 +828,8 @@ export interface ClientRequests {
   "skill/list": { params: SkillListParams; result: SkillListResult };
   "fileChange/read": { params: FileChangeReadParams; result: FileChangeReadResult };
   "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
+  "watch/list": { params: WatchListParams; result: WatchListResult };
+  "watch/cancel": { params: WatchCancelParams; result: WatchCancelResult };
   "grant/list": { params: GrantListParams; result: GrantListResult };
   "grant/revoke": { params: GrantRevokeParams; result: GrantRevokeResult };
   "policy/list": { params: PolicyListParams; result: PolicyListResult };
@@ -796,8 +851,6 @@ export interface DaemonNotifications {
   "session/usage": SessionUsage;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
-  "$/cancelRequest": CancelParams;
-  "window/showMessage": ShowMessageParams;
 }
 
 /** Requests the daemon sends; the client answers. */
@@ -809,8 +862,20 @@ export interface DaemonRequests {
 
 /** Notifications a client sends. */
 export interface ClientNotifications {
+}
+
+/** LSP lifecycle requests (either side). */
+export interface LspRequests {
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "shutdown": { params: null; result: null };
+}
+
+/** LSP lifecycle notifications (either side). */
+export interface LspNotifications {
   "initialized": Empty;
   "exit": null;
+  "$/cancelRequest": CancelParams;
+  "window/showMessage": ShowMessageParams;
 }
 
 /** JSON-RPC error codes; `data.kind` of an error carries the name. */
@@ -829,7 +894,8 @@ export const ErrorCode = {
   CONFIG_ERROR: -32014,
   FILE_CHANGE_NOT_PENDING: -32020,
   PREVIEW_NOT_FOUND: -32021,
-  GRANT_NOT_FOUND: -32022,
+  WATCH_NOT_FOUND: -32022,
+  GRANT_NOT_FOUND: -32023,
 } as const;
 
 export const ErrorKind = {
@@ -847,5 +913,6 @@ export const ErrorKind = {
   CONFIG_ERROR: "configError",
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
   PREVIEW_NOT_FOUND: "previewNotFound",
+  WATCH_NOT_FOUND: "watchNotFound",
   GRANT_NOT_FOUND: "grantNotFound",
 } as const;

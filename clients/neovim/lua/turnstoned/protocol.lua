@@ -6,6 +6,7 @@
 ---@field turnId string
 ---@field itemId string
 ---@field delta string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.AgentMessageItem
 ---@field type 'agentMessage'
@@ -34,6 +35,7 @@
 ---@field cycleId string
 ---@field items turnstoned.ApprovalRequestItem[]
 ---@field atomic? boolean
+---@field parentCallId? string|nil
 ---@field judgePending? boolean
 
 ---@class turnstoned.ApprovalResolved
@@ -43,6 +45,7 @@
 ---@field callIds string[]
 ---@field decision 'always'|'approve'|'auto'|'cancelled'|'deny'|'timeout'
 ---@field calls? table<string, 'always'|'approve'|'deny'>
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ApprovalResponse The answer to one cycle; ``calls`` decides single calls, the rest take ``decision``.
 ---@field decision 'always'|'approve'|'deny'
@@ -54,6 +57,7 @@
 ---@field turnId string
 ---@field cycleId string
 ---@field verdicts table<string, turnstoned.Verdict>
+---@field parentCallId? string|nil
 
 ---@class turnstoned.CallDecision
 ---@field decision 'always'|'approve'|'deny'
@@ -130,12 +134,14 @@
 ---@field turnId string
 ---@field itemId string
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ItemStarted
 ---@field sessionId string
 ---@field turnId string
 ---@field itemId string
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@field parentCallId? string|nil
 
 ---@class turnstoned.McpChange
 ---@field server string
@@ -319,6 +325,7 @@
 ---@field turnId string
 ---@field itemId string
 ---@field delta string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.ReasoningItem
 ---@field type 'reasoning'
@@ -342,6 +349,7 @@
 ---@field createdAt string
 ---@field updatedAt string
 ---@field status 'closed'|'idle'|'running'
+---@field parentSessionId? string|nil
 
 ---@class turnstoned.SessionListResult
 ---@field sessions turnstoned.SessionInfo[]
@@ -442,6 +450,7 @@
 ---@field itemId string
 ---@field callId string
 ---@field chunk string
+---@field parentCallId? string|nil
 
 ---@class turnstoned.TurnCompleted
 ---@field sessionId string
@@ -495,6 +504,36 @@
 ---@field tier? 'heuristic'|'llm'|'llm_fallback'
 ---@field confidence? number
 
+---@class turnstoned.WatchCancelParams ``name`` is the watch's name or a prefix (4 or more characters) of its id.
+---@field sessionId string
+---@field name string
+
+---@class turnstoned.WatchCancelResult
+---@field watch turnstoned.WatchInfo
+---@field cancelled boolean
+
+---@class turnstoned.WatchInfo A command the daemon polls for a session (the model's ``watch`` tool).
+---@field watchId string
+---@field sessionId string
+---@field name string
+---@field command string
+---@field intervalSeconds number
+---@field stopOn? string|nil
+---@field maxPolls integer
+---@field pollCount? integer
+---@field active? boolean
+---@field ended? string|nil
+---@field nextPollAt? string|nil
+---@field lastPollAt? string|nil
+---@field lastExitCode? integer|nil
+---@field createdAt string
+
+---@class turnstoned.WatchListParams Without ``sessionId``: the active watches of every session.
+---@field sessionId? string|nil
+
+---@class turnstoned.WatchListResult
+---@field watches turnstoned.WatchInfo[]
+
 ---@alias turnstoned.TurnErrorKind 'badRequest'|'contextWindowExceeded'|'internal'|'interrupted'|'notConfigured'|'rateLimited'|'turnLimit'|'unauthorized'|'upstreamUnavailable'
 ---@alias turnstoned.SessionKind 'coordinator'|'interactive'
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
@@ -518,7 +557,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.3"
+M.PROTOCOL_REVISION = "1.4"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -542,6 +581,8 @@ M.methods = {
   skill_list = "skill/list",
   file_change_read = "fileChange/read",
   preview_read = "preview/read",
+  watch_list = "watch/list",
+  watch_cancel = "watch/cancel",
   grant_list = "grant/list",
   grant_revoke = "grant/revoke",
   policy_list = "policy/list",
@@ -588,6 +629,8 @@ M.directions = {
   ["skill/list"] = { direction = "client->daemon", kind = "request" },
   ["fileChange/read"] = { direction = "client->daemon", kind = "request" },
   ["preview/read"] = { direction = "client->daemon", kind = "request" },
+  ["watch/list"] = { direction = "client->daemon", kind = "request" },
+  ["watch/cancel"] = { direction = "client->daemon", kind = "request" },
   ["grant/list"] = { direction = "client->daemon", kind = "request" },
   ["grant/revoke"] = { direction = "client->daemon", kind = "request" },
   ["policy/list"] = { direction = "client->daemon", kind = "request" },
@@ -628,7 +671,8 @@ M.error_codes = {
   CONFIG_ERROR = -32014,
   FILE_CHANGE_NOT_PENDING = -32020,
   PREVIEW_NOT_FOUND = -32021,
-  GRANT_NOT_FOUND = -32022,
+  WATCH_NOT_FOUND = -32022,
+  GRANT_NOT_FOUND = -32023,
 }
 
 M.error_kinds = {
@@ -646,6 +690,7 @@ M.error_kinds = {
   CONFIG_ERROR = "configError",
   FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
   PREVIEW_NOT_FOUND = "previewNotFound",
+  WATCH_NOT_FOUND = "watchNotFound",
   GRANT_NOT_FOUND = "grantNotFound",
 }
 
