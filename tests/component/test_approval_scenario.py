@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RecordingSink, write_config
+from tests.conftest import RecordingSink
 from tests.fakes.model_server import Response, ScriptedModel, text, tool_calls
 from tests.turnkit import completed_tools, run, start, tool_messages
-from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
-from turnstoned.store import Store
 
 Call = tuple[str, str, str]
 
@@ -87,24 +85,6 @@ def workspace(tmp_path: Path, home: Path) -> Path:
 
 
 MakeEngine = Callable[[str], Engine]
-
-
-@pytest.fixture
-async def make_engine(sink: RecordingSink, model: ScriptedModel,
-                      isolated_home: Path) -> AsyncIterator[MakeEngine]:
-    made: list[Engine] = []
-
-    def make(config_text: str) -> Engine:
-        write_config(isolated_home, config_text)
-        engine = Engine(config.load(), Store(paths.database_file()), sink)
-        engine.start()
-        made.append(engine)
-        return engine
-
-    yield make
-    for engine in made:
-        await engine.shutdown()
-        engine.terminate()
 
 
 class User:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RecordingSink, write_config
+from tests.conftest import RecordingSink
 from tests.fakes.model_server import Response, ScriptedModel, hang, text, tool_calls
 from tests.turnkit import completed_tools, run, start
-from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
-from turnstoned.store import Store
 
 Rules = dict[str, Response]
 
@@ -52,35 +50,24 @@ MakeEngine = Callable[..., Engine]
 
 
 @pytest.fixture
-async def make_engine(sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
-                      isolated_home: Path) -> AsyncIterator[MakeEngine]:
-    made: list[Engine] = []
-
+def judged_engine(make_engine: Callable[[str], Engine], judge: JudgeServer) -> MakeEngine:
+    """An engine whose [judge] asks the scripted judge."""
     def make(smart: bool = False, timeout: float = 5.0) -> Engine:
-        write_config(isolated_home, f'[models.judge]\nbase_url = "{judge.server.base_url}"\n'
-                                    f'name = "judge"\n\n[judge]\nenabled = true\n'
-                                    f'model = "judge"\ntimeout = {timeout}\n'
-                                    f'smart_approvals = {str(smart).lower()}\n')
-        engine = Engine(config.load(), Store(paths.database_file()), sink)
-        engine.start()
-        made.append(engine)
-        return engine
-
-    yield make
-    for engine in made:
-        await engine.shutdown()
-        engine.terminate()
+        return make_engine(f'[models.judge]\nbase_url = "{judge.server.base_url}"\n'
+                           f'name = "judge"\n\n[judge]\nenabled = true\nmodel = "judge"\n'
+                           f'timeout = {timeout}\nsmart_approvals = {str(smart).lower()}\n')
+    return make
 
 
 def bash(call_id: str, command: str) -> tuple[str, str, str]:
     return (call_id, "bash", json.dumps({"command": command}))
 
 
-async def test_verdicts_follow_a_pending_request(make_engine: MakeEngine, sink: RecordingSink,
+async def test_verdicts_follow_a_pending_request(judged_engine: MakeEngine, sink: RecordingSink,
                                                  model: ScriptedModel, judge: JudgeServer,
                                                  tmp_path: Path) -> None:
     judge.rules["touch a.txt"] = verdict("approve", 0.9, reason="creates one file")
-    engine = make_engine()
+    engine = judged_engine()
     model.push(tool_calls([bash("b1", "touch a.txt")]), text("ok"))
 
     async def answer(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
@@ -102,13 +89,13 @@ async def test_verdicts_follow_a_pending_request(make_engine: MakeEngine, sink: 
 
 
 async def test_smart_approvals_run_a_batch_of_safe_calls_unasked(
-        make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
+        judged_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
         tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("hi\n")
     judge.rules["ls -la"] = verdict("approve", 0.99)
     judge.rules["cat README.md"] = verdict("approve", 0.97)
     judge.rules["touch new.txt"] = verdict("approve", 0.96, "medium")
-    engine = make_engine(smart=True)
+    engine = judged_engine(smart=True)
     model.push(tool_calls([bash("b1", "ls -la"), bash("b2", "cat README.md"),
                            bash("b3", "touch new.txt")]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "go")
@@ -121,11 +108,11 @@ async def test_smart_approvals_run_a_batch_of_safe_calls_unasked(
 
 
 async def test_one_low_confidence_call_sends_the_batch_to_the_user(
-        make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
+        judged_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
         tmp_path: Path) -> None:
     judge.rules["ls -la"] = verdict("approve", 0.99)
     judge.rules["touch new.txt"] = verdict("approve", 0.6)
-    engine = make_engine(smart=True)
+    engine = judged_engine(smart=True)
     model.push(tool_calls([bash("b1", "ls -la"), bash("b2", "touch new.txt")]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "go")
     assert len(sink.approvals) == 1
@@ -136,11 +123,11 @@ async def test_one_low_confidence_call_sends_the_batch_to_the_user(
 
 
 async def test_a_protected_call_asks_whatever_the_judge_says(
-        make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
+        judged_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
         tmp_path: Path) -> None:
     (tmp_path / "build").mkdir()
     judge.rules["rm -rf build"] = verdict("approve", 1.0)
-    engine = make_engine(smart=True)
+    engine = judged_engine(smart=True)
     model.push(tool_calls([bash("b1", "rm -rf build")]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "clean")
     item = sink.approvals[0]["items"][0]
@@ -154,11 +141,11 @@ async def test_a_protected_call_asks_whatever_the_judge_says(
     (text('{"risk": "low", "recommendation": "yes please", "confidence": 1}'),
      "could not be read"),
 ], ids=["slow", "prose", "bad-json"])
-async def test_a_failing_judge_fails_closed(answer: Response, why: str, make_engine: MakeEngine,
+async def test_a_failing_judge_fails_closed(answer: Response, why: str, judged_engine: MakeEngine,
                                             sink: RecordingSink, model: ScriptedModel,
                                             judge: JudgeServer, tmp_path: Path) -> None:
     judge.rules["ls -la"] = answer
-    engine = make_engine(smart=True, timeout=0.5)
+    engine = judged_engine(smart=True, timeout=0.5)
     model.push(tool_calls([bash("b1", "ls -la")]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "go")
     assert len(sink.approvals) == 1  # the user decides

@@ -3,39 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RecordingSink, write_config
+from tests.conftest import RecordingSink
 from tests.fakes.model_server import ScriptedModel, text, tool_calls
 from tests.turnkit import completed_tools, run, start, tool_messages
-from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
 from turnstoned.core.errors import EngineError
-from turnstoned.store import Store
 
 MakeEngine = Callable[[str], Engine]
-
-
-@pytest.fixture
-async def make_engine(sink: RecordingSink, model: ScriptedModel,
-                      isolated_home: Path) -> AsyncIterator[MakeEngine]:
-    made: list[Engine] = []
-
-    def make(config_text: str) -> Engine:
-        write_config(isolated_home, config_text)
-        engine = Engine(config.load(), Store(paths.database_file()), sink)
-        engine.start()
-        made.append(engine)
-        return engine
-
-    yield make
-    for engine in made:
-        await engine.shutdown()
-        engine.terminate()
 
 
 def bash(call_id: str, command: str) -> tuple[str, str, str]:
