@@ -46,7 +46,7 @@ CASES = {
                 "find / -exec rm -rf {} +", "cd / && rm -rf *", "eval \"r\"\"m -rf /\"",
                 "bash -c 'rm -rf /'", "x=\"rm -rf\"; $x /", "rm -rf ~/*", "rm -rf /$X",
                 "bash <<'EOF'\nrm -rf /\nEOF", "sh <<< 'rm -rf /'", "env A=1 nice -n 5 rm -rf /usr",
-                "rm -rf ${HOME:-/}", "if true; then rm -rf /; fi"],
+                "rm -rf ${HOME:-/}", "if true; then rm -rf /; fi", "env -S 'rm -rf /'"],
     "disk-wipe": ["mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda bs=1M", "cat img > /dev/nvme0n1",
                   "wipefs -a /dev/sdb"],
     "fork-bomb": [":(){ :|:& };:"],

@@ -27,7 +27,6 @@ from turnstoned import protocol as p
 from turnstoned.config import PolicyRule
 from turnstoned.core import intent
 from turnstoned.core.intent_bash import absolutes, read_words, write_targets
-from turnstoned.core.intent_paths import Where
 from turnstoned.core.shell import read_script
 from turnstoned.tools.base import PreparedCall, SessionEnv
 

@@ -15,7 +15,6 @@ against. This is a reading for judging risk; it never runs anything.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import itertools
 import os
@@ -47,17 +46,6 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
                        "{", "}", "esac", "time", "coproc"})
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
-_WRAPPERS = frozenset({"sudo", "doas", "env", "nice", "nohup", "time", "command", "builtin",
-                       "exec", "stdbuf", "ionice", "setsid", "timeout", "unbuffer", "chrt",
-                       "taskset", "flock", "xargs", "pkexec", "caffeinate", "systemd-run"})
-# Options of wrappers that take a value (their next word is not the command).
-_WRAPPER_VALUES = {
-    "sudo": {"-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-T"},
-    "doas": {"-u", "-C"}, "env": {"-u", "-C", "-S"}, "nice": {"-n"}, "ionice": {"-c", "-n", "-p"},
-    "stdbuf": {"-i", "-o", "-e"}, "timeout": {"-s", "-k"}, "chrt": {"-p"}, "taskset": {"-p"},
-    "xargs": {"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-a"},
-    "systemd-run": {"-p", "-u", "-E"},
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +56,6 @@ class Word:
     pattern: str  # as an fnmatch pattern: globs active, unknown pieces are '*'
     dynamic: bool  # part of it is only known when it runs
     glob: bool  # it has active glob characters
-
-    def matches(self, path: str) -> bool:
-        """True when this word could name ``path`` (a glob or an unknown piece matching it)."""
-        if not self.glob and not self.dynamic:
-            return self.text == path
-        return fnmatch.fnmatchcase(path, self.pattern)
 
 
 @dataclass(slots=True)
@@ -99,9 +81,6 @@ class Command:
     @property
     def args(self) -> list[Word]:
         return self.words[1:]
-
-    def texts(self) -> list[str]:
-        return [w.text for w in self.words]
 
 
 @dataclass(slots=True)

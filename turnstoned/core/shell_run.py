@@ -14,11 +14,23 @@ import posixpath
 import re
 from typing import TYPE_CHECKING
 
-from turnstoned.core.shell import _WRAPPER_VALUES, _WRAPPERS, SHELLS, Command, Word
+from turnstoned.core.shell import SHELLS, Command, Word
 
 if TYPE_CHECKING:
     from turnstoned.core.shell import Reader
 
+# Programs that run the command named after them (with their own options first).
+_WRAPPERS = frozenset({"sudo", "doas", "env", "nice", "nohup", "time", "command", "builtin",
+                       "exec", "stdbuf", "ionice", "setsid", "timeout", "unbuffer", "chrt",
+                       "taskset", "flock", "xargs", "pkexec", "caffeinate", "systemd-run"})
+# Options of wrappers that take a value (their next word is not the command).
+_WRAPPER_VALUES = {
+    "sudo": {"-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-T"},
+    "doas": {"-u", "-C"}, "env": {"-u", "-C", "-S"}, "nice": {"-n"}, "ionice": {"-c", "-n", "-p"},
+    "stdbuf": {"-i", "-o", "-e"}, "timeout": {"-s", "-k"}, "chrt": {"-p"}, "taskset": {"-p"},
+    "xargs": {"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-a"},
+    "systemd-run": {"-p", "-u", "-E"},
+}  # fmt: skip
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _ARG_UNKNOWN = Word(text="", pattern="*", dynamic=True, glob=False)
@@ -84,6 +96,13 @@ def _skip_options(name: str, words: list[Word]) -> list[Word]:
         text = words[i].text
         if text == "--":
             return words[i + 1:]
+        if name == "env" and text in ("-S", "--split-string") and i + 1 < len(words):
+            # env -S 'prog args': the string is split into the command and its arguments
+            if words[i + 1].dynamic:
+                return [_ARG_UNKNOWN, *words[i + 2:]]
+            split = [Word(text=w, pattern=w, dynamic=False, glob=False)
+                     for w in words[i + 1].text.split()]
+            return split + words[i + 2:]
         if text in takes_value:
             i += 2
         elif (text.startswith("-") and len(text) > 1) or (
