@@ -120,9 +120,9 @@ async def run_gate(gate: Gate) -> Verdict:
         call.verdict = intent.assess(call, gate.env)
     verdict = Verdict()
     asked, notes = screen(gate, gated, verdict)
-    if not asked:
-        verdict.decision = "auto" if gate.policy.skip_permissions or any(
-            (c.auto_approved or "").startswith("policy") for c in gated) else "always"
+    if not asked:  # decided without asking: by grants ("always"), or policies and skipping
+        granted = any((c.auto_approved or "").startswith("grant") for c in gated)
+        verdict.decision = "always" if granted else "auto"
         return verdict
     judge = gate.policy.judge
     ratings = judge.rate_all(gate.session_id, asked, gate.env) if judge else None

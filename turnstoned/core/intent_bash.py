@@ -15,7 +15,16 @@ from collections.abc import Callable
 
 from turnstoned.core import intent_paths as ip
 from turnstoned.core.intent_paths import Where
-from turnstoned.core.shell import SHELLS, Command, Script, Word, read_script, redirect_is_fd
+from turnstoned.core.shell import SHELLS, Command, Script, Word, read_script
+from turnstoned.core.shell_io import (
+    WRITES,
+    absolutes,
+    operands,
+    options,
+    plain_word,
+    read_words,
+    write_targets,
+)
 from turnstoned.core.shell_read_only import is_read_only, non_path_program
 
 Hit = Callable[[str, str], None]
@@ -27,7 +36,6 @@ DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh
                          "lwp-request", "GET"})
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "gzip", "gunzip", "zcat", "bzip2",
                       "xz", "rev", "tr", "uudecode", "basenc", "printf", "echo"})
-_WRITES = (">", ">>", ">|", "&>", "&>>", "<>")
 _UNKNOWN = "a path only known when it runs"
 _DISK = re.compile(r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|loop|mapper/)")
 _FORK_BOMB = re.compile(r"(\w+|:)\(\)\{\1\|\1&\};\1")
@@ -75,20 +83,6 @@ def _check(command: Command, where: Where, hit: Hit) -> None:
     for check in (_delete, _disk, _kill, _runs_text, _permissions, _git, _http, _remote,
                   _privilege, _credentials, _writes):
         check(command, where, hit)
-
-
-def options(command: Command) -> list[str]:
-    return [w.text for w in command.args if w.text.startswith("-") and not w.dynamic]
-
-
-def operands(command: Command) -> list[Word]:
-    return [w for w in command.args if w.dynamic or not w.text.startswith("-") or w.text == "-"]
-
-
-def absolutes(words: list[Word], where: Where) -> list[Word]:
-    """Each word as an absolute path; a word relative to an unknown directory is unknown."""
-    unknown = Word(text="", pattern="*", dynamic=True, glob=False)
-    return [ip.absolute(w, where) or unknown for w in words]
 
 
 def _show(word: Word) -> str:
@@ -145,7 +139,7 @@ def _disk(command: Command, where: Where, hit: Hit) -> None:
     if re.fullmatch(r"mkfs(\.\w+)?|mke2fs|mkswap|wipefs|blkdiscard", program):
         hit("disk-wipe", f"{program} formats or erases a disk")
     targets = [w.text.partition("=")[2] for w in args if w.text.startswith("of=")]
-    targets += [t.text for op, t in command.redirects if op in _WRITES and t is not None]
+    targets += [t.text for op, t in command.redirects if op in WRITES and t is not None]
     if program in ("fdisk", "sfdisk", "parted", "sgdisk", "gdisk", "shred", "dd"):
         targets += [w.text for w in args]
     if any(_DISK.match(t) for t in targets):
@@ -325,45 +319,6 @@ def _credentials(command: Command, where: Where, hit: Hit) -> None:
             hit("credential-recon", f"reads {_show(word)} (a credential store)")
 
 
-def read_words(command: Command) -> list[Word]:
-    """Every word that may be a path the command reads (operands, option values, input)."""
-    words = [w for w in command.args if not w.text.startswith("-") or w.dynamic]
-    for word in command.args:
-        if word.text.startswith("-") and "=" in word.text and ip.exact(word):
-            value = word.text.partition("=")[2]
-            words.append(Word(text=value, pattern=value, dynamic=False, glob=False))
-    words += [t for op, t in command.redirects if op in ("<", "<>") and t is not None]
-    return [w for w in words if w.text or w.dynamic]
-
-
-def write_targets(command: Command) -> list[Word]:
-    """The files a command writes: redirections and the operands of writing programs."""
-    found = [t for op, t in command.redirects if op in _WRITES and t is not None
-             and not redirect_is_fd(op, t) and t.text not in ip.HARMLESS_DEVICES]
-    program, words = command.program, operands(command)
-    texts = [w.text for w in command.args]
-    in_place = any(t.startswith("-i") or t == "--in-place" for t in texts)
-    if program in ("tee", "touch", "mkdir", "rm", "rmdir", "truncate", "shred", "unlink"):
-        found += words
-    elif program in ("cp", "mv", "install", "ln", "rsync") and words:
-        target = [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("-t",
-                                                                          "--target-directory")]
-        found += [_plain(target[0])] if target else [words[-1]]
-    elif program in ("chmod", "chown", "chgrp") or (program in ("sed", "perl") and in_place):
-        found += words[1:]  # the first operand is a mode, an owner or a script
-    elif program == "dd":
-        found += [_plain(t[3:]) for t in texts if t.startswith("of=")]
-    elif program in ("sort", "curl", "wget", "tree"):
-        flag = {"sort": ("-o", "--output"), "curl": ("-o", "--output"),
-                "wget": ("-O", "--output-document"), "tree": ("-o",)}[program]
-        found += [_plain(texts[i + 1]) for i, t in enumerate(texts[:-1]) if t in flag]
-    return found
-
-
-def _plain(text: str) -> Word:
-    return Word(text=text, pattern=text, dynamic=False, glob=False)
-
-
 def _writes(command: Command, where: Where, hit: Hit) -> None:
     for word in absolutes(write_targets(command), where):
         shown = _show(word)
@@ -389,7 +344,7 @@ def command_read_only(command: Command, where: Where) -> tuple[bool, str]:
     if not is_read_only(command) or write_targets(command):
         return False, ""
     here = where.at(command.cwd)
-    if command.cwd is None or not ip.inside(_plain(command.cwd), here):
+    if command.cwd is None or not ip.inside(plain_word(command.cwd), here):
         return True, "runs outside the workspace"
     if non_path_program(command.program):
         return True, ""
