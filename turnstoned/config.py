@@ -117,7 +117,7 @@ class MCPConfig(_Section):
 class ModelEntry(_Section):
     """A named model endpoint under ``[models.<alias>]`` (e.g. a reranker, the judge)."""
 
-    base_url: str  # for a reranker: the full endpoint URL (.../rerank)
+    base_url: str  # a reranker: the full endpoint URL (.../rerank); a chat model: its /v1 base
     name: str = ""
     api_key_env: str | None = None
     supports_rerank: bool = False

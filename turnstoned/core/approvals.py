@@ -113,6 +113,7 @@ async def decide(sink: EventSink, policy: ApprovalPolicy, session_id: str, turn_
 
 
 async def run_gate(gate: Gate) -> Verdict:
+    """Rate, screen (policies, grants), judge and ask, in that order (see the module doc)."""
     gated = pending(gate.calls)
     if not gated:
         return Verdict()

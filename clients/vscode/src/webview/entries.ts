@@ -32,7 +32,7 @@ function fileChangePart(entry: ToolEntry, node: HTMLElement): void {
   const details = h("details", { class: "file-change", "data-key": key, open: entry.status === "pending" },
     h("summary", {}, h("span", { class: `kind ${change.kind}` }, change.kind), " ", change.path, change.truncated ? " (diff truncated: Review shows all)" : ""),
     diffBlock(change.unifiedDiff));
-  node.querySelector(":scope > .preview")?.after(details) ?? node.querySelector(":scope > .card-head")?.after(details);
+  (node.querySelector(":scope > .preview") ?? node.querySelector(":scope > .card-head"))?.after(details);
 }
 
 const EDIT_TOOLS = new Set(["write_file", "edit_file"]);

@@ -134,6 +134,8 @@ describe("chat webview", () => {
       { type: "event", event: { method: "session/usage", params: { sessionId, contextTokens: 7400, contextWindow: 32768 } } }]);
     const cards = page.locator(".entry.tool");
     await cards.nth(1).locator(".approval button[data-action=approve]").waitFor();
+    const order = await cards.nth(0).evaluate((n) => [...n.children].map((c) => c.className.split(" ")[0]));
+    expect(order.slice(0, 4)).toEqual(["card-head", "verdicts", "preview", "file-change"]);
     expect(await cards.nth(0).locator(".file-change .kind").innerText()).toBe("modify");
     expect(await cards.nth(0).locator("pre.diff .add").innerText()).toBe("+    return 'hello'");
     expect(await cards.nth(0).locator("pre.diff .del").innerText()).toBe("-    return 'hi'");
@@ -181,6 +183,8 @@ describe("chat webview", () => {
     expect(await cards.nth(1).locator("button[data-action=always]").innerText()).toBe("Always allow");
     expect(await cards.nth(1).locator(".grant-rules code").innerText()).toBe("bash:make test");
     expect(await cards.nth(2).locator(".verdicts .auto").innerText()).toBe("ran without asking: grant: bash:@read-only");
+    const order = await cards.nth(1).evaluate((n) => [...n.children].map((c) => c.className.split(" ")[0]));
+    expect(order.slice(0, 2)).toEqual(["card-head", "verdicts"]);
 
     await send([{ type: "event", event: { method: "approval/verdicts", params: { ...base, cycleId: "k3", verdicts: { r1: { ...high, rule: "judge", reason: "wipes the build output", tier: "llm", confidence: 0.9 } } } } }]);
     await page.waitForFunction(() => document.querySelector(".entry.tool .verdict.judge")?.textContent?.includes("judge: review 90%"));
