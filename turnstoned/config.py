@@ -93,6 +93,15 @@ class NotifyConfig(_Section):
 
 class SessionConfig(_Section):
     max_rounds: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
+    # Summarise the older part of a session when the next prompt would fill this share
+    # of the context window, or the server refuses it as too long (0: only on request,
+    # with session/compact).
+    compact_at: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.8
+    keep_recent_turns: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2  # kept word for word
+    # At most this many tokens of recent turns are kept (0: a quarter of the window).
+    keep_recent_tokens: Annotated[int, msgspec.Meta(ge=0)] = 0
+    # The longest summary, in tokens (0: an eighth of the window, at most 2048).
+    summary_tokens: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 class MCPConfig(_Section):

@@ -111,6 +111,11 @@ async def session_close(get_engine: GetEngine, params: p.SessionRef) -> p.Empty:
     return p.Empty()
 
 
+@handles("session/compact")
+async def session_compact(get_engine: GetEngine, params: p.SessionRef) -> p.SessionCompactResult:
+    return await get_engine().compact(params.session_id)
+
+
 @handles("turn/start")
 async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.TurnStartResult:
     turn_id, queued = get_engine().start_turn(params.session_id, [i.text for i in params.input])

@@ -19,9 +19,11 @@ PROTOCOL_VERSION = 1
 # compare it to use what a daemon has: "1.1" adds fileChange, per-call approval
 # decisions, session/usage and trust for project MCP configs; "1.2" adds previews
 # (preview/open, preview/read); "1.3" adds watches (watch/list, watch/cancel), task
-# agents' parentCallId and coordinators' children (parentSessionId).; "1.4" adds intent
-# verdicts, the judge, smart approvals, tool policies, readable grants and edited arguments.
-PROTOCOL_REVISION = "1.4"
+# agents' parentCallId and coordinators' children (parentSessionId); "1.4" adds context
+# compaction (session/compact, session/compacted, ``detail`` on notice items); "1.5"
+# adds intent verdicts, the judge, smart approvals, tool policies, readable grants and edited
+# arguments.
+PROTOCOL_REVISION = "1.5"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -106,6 +108,9 @@ Recommendation = Literal["approve", "review", "deny"]
 # an answer that could not be read: it then recommends review).
 VerdictTier = Literal["heuristic", "llm", "llm_fallback"]
 PolicyAction = Literal["allow", "deny", "ask"]
+# What made the daemon compact a session's context, and what replaced the older part.
+CompactionTrigger = Literal["auto", "overflow", "manual"]
+CompactionMode = Literal["summary", "dropped"]
 
 
 class TextInput(Wire, kw_only=True, tag="text", tag_field="type"):
@@ -201,6 +206,8 @@ class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
     id: str
     kind: str
     text: str
+    # More to show on demand (for ``compacted``: the summary the model reads instead).
+    detail: str | None = None
 
 
 Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem
@@ -250,6 +257,14 @@ class SessionResumeResult(Wire, kw_only=True):
     session_id: str
     session: SessionInfo
     items: list[Item]
+
+
+class SessionCompactResult(Wire, kw_only=True):
+    """``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it
+    compacts at its next seam) or ``unchanged`` (nothing old enough to compact)."""
+
+    status: Literal["compacted", "scheduled", "unchanged"]
+    text: str = ""
 
 
 class TurnStartParams(Wire, kw_only=True):
@@ -664,6 +679,22 @@ class SessionUsage(Event, kw_only=True):
     estimated: bool = False
 
 
+class SessionCompacted(Event, kw_only=True):
+    """The older part of the conversation left the model's view for a summary (or, when the
+    summary could not be written, a note that it was dropped); history and recall keep it."""
+
+    session_id: str
+    turn_id: str | None = None  # null when compacted between turns (session/compact)
+    trigger: CompactionTrigger
+    mode: CompactionMode
+    messages: int  # how many messages the model no longer sees word for word
+    context_tokens_before: int
+    context_tokens_after: int
+    context_window: int
+    text: str  # one line for the user
+    summary: str = ""  # what the model reads instead ("" when mode is "dropped")
+
+
 class SessionNotice(Event, kw_only=True):
     """A session-level event outside any turn (e.g. a background shell exited)."""
 
@@ -900,6 +931,8 @@ METHODS: tuple[Method, ...] = (
     _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
     _req("session/resume", SessionRef, SessionResumeResult, "Reopen a session; its history as items."),
     _req("session/close", SessionRef, Empty, "Close a session: its turn and background shells end."),
+    _req("session/compact", SessionRef, SessionCompactResult,
+         "Summarise the older part of a session's context now (a running turn: at its next seam)."),
     _req("turn/start", TurnStartParams, TurnStartResult,
          "Send user input. Returns at once; a turn already running takes it at its next seam."),
     _req("turn/interrupt", TurnInterruptParams, Empty,
@@ -943,6 +976,8 @@ METHODS: tuple[Method, ...] = (
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
+    _note("session/compacted", SessionCompacted,
+          "Older messages left the model's context for a summary; history and recall keep them."),
     _note("preview/open", PreviewOpen,
           "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerStatusChanged,

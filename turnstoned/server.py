@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Requests that wait for a model discovery under way (a first run: see EngineHolder).
-AFTER_DISCOVERY = frozenset({"turn/start", "daemon/health"})
+AFTER_DISCOVERY = frozenset({"turn/start", "session/compact", "daemon/health"})
 
 
 class Daemon(LanguageServer):

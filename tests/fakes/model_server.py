@@ -65,6 +65,12 @@ def _estimate_tokens(chars: int) -> int:
     return (chars + 3) // 4
 
 
+def prompt_tokens(request: JSON) -> int:
+    """The prompt size the server reports (and judges against its window): a quarter of the
+    characters of the messages and tools."""
+    return max(1, _estimate_tokens(len(json.dumps([request.get("messages"), request.get("tools")]))))
+
+
 class _Script:
     """Accumulates the chunk sequence of one reply to one request."""
 
@@ -73,8 +79,7 @@ class _Script:
         streaming = bool(request.get("stream"))
         self.include_usage = not streaming or bool(options.get("include_usage"))
         self.model = str(request.get("model") or MODEL_ID)
-        prompt = json.dumps([request.get("messages"), request.get("tools")])
-        self.prompt_tokens = max(1, _estimate_tokens(len(prompt)))
+        self.prompt_tokens = prompt_tokens(request)
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
         self.delay = delay
@@ -323,6 +328,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner.rejected.append(problem)
             self._send_error(400, problem, "invalid_request_error")
             return
+        if owner.too_long(request):
+            self._refuse_size(request, owner)
+            return
         self._answer(request, owner._next_response(request))
 
     def _answer(self, request: JSON, response: Response) -> None:
@@ -362,6 +370,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, status: int, message: str, type_: str) -> None:
         self._send_json(status, {"error": {"message": message, "type": type_, "code": status}})
+
+    def _refuse_size(self, request: JSON, owner: ScriptedModel) -> None:
+        """llama-server's answer to a prompt over its window (``n_ctx`` only when asked)."""
+        error: JSON = {"code": 400, "message": "the request exceeds the available context size, "
+                       "try increasing it", "type": "exceed_context_size_error"}
+        if owner.reveal_window:
+            error |= {"n_prompt_tokens": prompt_tokens(request), "n_ctx": owner.max_prompt_tokens}
+        self._send_json(400, {"error": error})
 
     def _whole(self, steps: list[Step]) -> None:
         chunks: list[JSON] = []
@@ -474,7 +490,10 @@ class ScriptedModel:
     whose history holds tool-call arguments that are not JSON gets HTTP 500 (without
     consuming a response) unless ``reject_invalid_arguments`` is False. Like OpenAI's API, a
     request whose history leaves a tool call without its result gets HTTP 400 (listed in
-    ``rejected``) unless ``require_tool_results`` is False.
+    ``rejected``) unless ``require_tool_results`` is False. Like llama-server, a prompt of more
+    than ``max_prompt_tokens`` (see ``prompt_tokens``; None: no limit) gets HTTP 400 "the
+    request exceeds the available context size" (counted in ``refused_for_size``), naming the
+    window in ``n_ctx`` when ``reveal_window``.
     """
 
     def __init__(self, *, port: int = 0, default: Callable[[JSON], Response] | None = None,
@@ -487,8 +506,11 @@ class ScriptedModel:
         self.reject_invalid_arguments = reject_invalid_arguments
         self.require_tool_results = require_tool_results
         self.rejected: list[str] = []
+        self.max_prompt_tokens: int | None = None
+        self.reveal_window = True
+        self.refused_for_size = 0
         self._port = port
-        self._default = default
+        self.default = default  # answers a request when nothing is pushed
         self._record_requests = record
         self._queue: deque[Responder] = deque()
         self._changed = threading.Condition()
@@ -563,6 +585,14 @@ class ScriptedModel:
             self.headers.append(headers)
             self._changed.notify_all()
 
+    def too_long(self, request: JSON) -> bool:
+        """Whether the prompt is over the window (counted, without consuming a response)."""
+        if self.max_prompt_tokens is None or prompt_tokens(request) <= self.max_prompt_tokens:
+            return False
+        with self._changed:
+            self.refused_for_size += 1
+        return True
+
     def _note_disconnect(self) -> None:
         with self._changed:
             self.disconnects += 1
@@ -572,7 +602,7 @@ class ScriptedModel:
         with self._changed:
             item = self._queue.popleft() if self._queue else None
         if item is None:
-            return self._default(request) if self._default else text(NO_SCRIPT_TEXT)
+            return self.default(request) if self.default else text(NO_SCRIPT_TEXT)
         return item if isinstance(item, Response) else item(request)
 
 

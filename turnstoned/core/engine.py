@@ -20,6 +20,7 @@ from turnstoned.core import approvallink, grants, mcplink, weblink
 from turnstoned.core import messages as m
 from turnstoned.core.agent import AgentHost
 from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.compaction import compactor
 from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
@@ -171,12 +172,13 @@ class Engine:
             self.store.update_session(session_id, closed=False)
             row = self.store.get_session(session_id) or row
         session = self._open(row)
-        history = [m.decode(body) for body in self.store.load_messages(session_id)]
+        summary, bodies = self.store.load_view(session_id)  # what the model read last
+        history = [m.decode(body) for body in bodies]
         repaired = m.repair(history)
         if len(repaired) != len(history):
             fresh = [x for x in repaired if x not in history]
             self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
-        session.history = repaired
+        session.history = ([m.decode(summary)] if summary else []) + repaired
         session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
         return session
 
@@ -196,6 +198,23 @@ class Engine:
         weblink.remove_previews(self, session_id)
         self.watches.session_closed(session_id)
         self.coordinator.session_changed()
+
+    async def compact(self, session_id: str) -> p.SessionCompactResult:
+        """Compact a session's context now, or at its running turn's next seam."""
+        session = self.get(session_id)
+        if session.turn is not None:
+            session.compact_requested = True
+            return p.SessionCompactResult(
+                status="scheduled", text="The running turn compacts the context at its next step.")
+        model = resolve_model(self.config.model, session.model)
+        if isinstance(model, str):
+            raise EngineError(ErrorCode.CONFIG_ERROR, model)
+        event = await compactor(session, self.config, model, self.sink).run(
+            "manual", None, session.toolset().schemas)
+        if event is None:
+            return p.SessionCompactResult(
+                status="unchanged", text="Nothing to compact: the context holds only recent turns.")
+        return p.SessionCompactResult(status="compacted", text=event.text)
 
     # ----------------------------------------------------------- turns
 

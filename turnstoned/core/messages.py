@@ -8,6 +8,7 @@ A ``Message`` is an OpenAI chat message plus metadata the model never sees
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -49,6 +50,10 @@ class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
         return "\n".join(part.get("text", "") for part in self.content if part.get("type") == "text")
 
 
+# The notice of the message that stands for compacted history (it leads the model's view).
+SUMMARY_NOTICE = "compacted"
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(8)}"
 
@@ -71,10 +76,12 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
     Calls carry the ids the model gave them (the daemon's own ids never reach it).
     Image parts of a tool result travel in a user message right after the tool
     message, because most OpenAI-compatible servers accept only text in tool
-    messages.
+    messages. A compaction summary and a user message right after it become one
+    user message (strict chat templates refuse two in a row).
     """
     out: list[dict[str, Any]] = []
     model_ids: dict[str, str] = {}
+    summary: dict[str, Any] | None = None
     for m in history:
         if m.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": m.text()}
@@ -95,7 +102,14 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
                 label = {"type": "text", "text": f"(image returned by tool call {answered})"}
                 out.append({"role": "user", "content": [label, *images]})
         else:
-            out.append({"role": m.role, "content": m.content if m.content is not None else ""})
+            content = m.content if m.content is not None else ""
+            if (summary is not None and out[-1] is summary and isinstance(content, str)
+                    and isinstance(summary["content"], str)):
+                summary["content"] += "\n\n" + content
+                continue
+            out.append({"role": m.role, "content": content})
+            if m.notice == SUMMARY_NOTICE:
+                summary = out[-1]
     return out
 
 
@@ -115,11 +129,15 @@ def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
     )
 
 
-def to_items(history: list[Message]) -> list[p.Item]:
-    """The history as protocol items, in order (tool results joined to their calls)."""
+def to_items(history: list[Message],
+             marks: Mapping[int, Sequence[p.Item]] | None = None) -> list[p.Item]:
+    """The history as protocol items, in order (tool results joined to their calls);
+    ``marks[i]`` are items shown before message ``i`` (``len(history)``: after the last)."""
     results = {m.tool_call_id: m for m in history if m.role == "tool"}
+    marks = marks or {}
     items: list[p.Item] = []
-    for m in history:
+    for i, m in enumerate(history):
+        items.extend(marks.get(i, ()))
         if m.role == "user":
             if m.notice:
                 items.append(p.NoticeItem(id=m.id, kind=m.notice, text=m.text()))
@@ -131,6 +149,7 @@ def to_items(history: list[Message]) -> list[p.Item]:
             if m.text():
                 items.append(p.AgentMessageItem(id=m.id, text=m.text()))
             items.extend(_tool_item(c, results.get(c.id)) for c in m.tool_calls)
+    items.extend(marks.get(len(history), ()))
     return items
 
 

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
@@ -55,6 +57,7 @@ class Session:
         self.store = store
         self.env = env
         self.policy = policy
+        # What the model reads: after a compaction, its summary and the messages since.
         self.history: list[m.Message] = []
         self.queued: list[m.Message] = []
         self.turn: TurnState | None = None
@@ -63,6 +66,12 @@ class Session:
         self.last_usage: dict[str, Any] | None = None
         self.search = SearchSettings()
         self.repeats = RepeatDetector()
+        # Context measurement: chars per token as the server last counted them, and a
+        # window smaller than the configured one when the server named it (refusing a prompt).
+        self.chars_per_token = 4.0
+        self.window_limit: int | None = None
+        self.compact_lock = asyncio.Lock()
+        self.compact_requested = False  # session/compact while a turn ran: at its next seam
         self.wakes = 0  # turns started by watch reports since the user last spoke
         self.last_status: p.TurnStatus | None = None  # how the last turn ended
 
@@ -106,11 +115,19 @@ class Session:
         return taken
 
     def items(self) -> list[p.Item]:
-        """The conversation as protocol items, for an editor redrawing it; input still
-        queued for the next turn comes last, marked ``queued``."""
+        """The whole conversation as protocol items, for an editor redrawing it (compacted
+        messages too, with a ``compacted`` notice where each compaction happened); input
+        still queued for the next turn comes last, marked ``queued``."""
+        bodies, marks = self.store.load_timeline(self.id)
+        notices: dict[int, list[p.Item]] = {}
+        for n, (at, body) in enumerate(marks):
+            event = msgspec.json.decode(body, type=p.SessionCompacted)
+            notices.setdefault(at, []).append(p.NoticeItem(
+                id=f"compacted_{n + 1}", kind=m.SUMMARY_NOTICE, text=event.text,
+                detail=event.summary or None))
         waiting: list[p.Item] = [p.UserMessageItem(id=q.id, text=q.text(), queued=True)
                                  for q in self.queued if not q.notice]
-        return m.to_items(self.history) + waiting
+        return m.to_items([m.decode(b) for b in bodies], notices) + waiting
 
     def info(self) -> p.SessionInfo:
         return session_info(self.row, self.title, self.updated_at,

@@ -1,7 +1,9 @@
 """The turn runner: stream a reply, hand its tool calls to the pipeline, commit, repeat.
 
 A turn loops until the model answers without tool calls (or the round cap).
-The runner owns the conversation: it streams the model's reply, commits the
+Before each model call the context is compacted when it is due (see
+``compaction``); a server refusing the prompt as too long gets one compacted
+retry. The runner owns the conversation: it streams the model's reply, commits the
 assistant message, gives the batch to ``pipeline.Batch`` and commits what the
 batch folded in one generation-checked commit. An interrupt cancels the
 runner's task, and the runner commits the batch's receipts (``none`` if a call
@@ -12,13 +14,15 @@ call without a result.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import math
 from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_model
+from turnstoned.core import compaction
 from turnstoned.core import messages as m
+from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import EventSink
 from turnstoned.core.pipeline import Batch, BatchSetup, Folded, call_item
 from turnstoned.core.replies import ItemStream
@@ -38,6 +42,7 @@ class TurnRunner:
         self._reply_id = ""
         self.usage = p.Usage()
         self.items = ItemStream(sink, session.id, turn.id)
+        self._fixed_chars = 0  # the system message and tool schemas of the last model call
 
     # ----------------------------------------------------------- notifications
 
@@ -79,24 +84,53 @@ class TurnRunner:
             raise ModelError("notConfigured", model)
         self.session.env.settings.context_window = model.context_window
         self.session.env.settings.supports_vision = model.supports_vision
+        compactor = compaction.compactor(self.session, self.config, model, self.sink)
         for _ in range(self.config.session.max_rounds):
-            reply = await self._model_call(model)
+            reply = await self._call(model, compactor)
             batch = self._commit_assistant(reply)
             if not batch.calls:
                 if self._fold_queued():
                     continue
                 return
-            self._commit_batch(batch, await batch.run(self._budget()))
+            self._commit_batch(batch, await batch.run(self._budget(compactor)))
         raise ModelError("turnLimit", f"The turn stopped after {self.config.session.max_rounds} "
                                       "model calls ([session] max_rounds).")
 
     # ----------------------------------------------------------- model call
 
-    async def _model_call(self, model: ModelSettings) -> ModelReply:
-        msg_id = m.new_id("msg")
-        messages = [{"role": "system", "content": self.session.system_prompt(model.name)},
-                    *m.to_openai(self.session.history)]
+    def _prompt(self, model: ModelSettings) -> tuple[list[dict[str, Any]], int]:
+        """The messages of the next model call, and their size with the tools in chars."""
+        messages = compaction.outgoing(self.session, model.name, self.session.history)
+        self._fixed_chars = compaction.prompt_chars(messages[:1], self.tools.schemas)
+        return messages, compaction.prompt_chars(messages, self.tools.schemas)
+
+    async def _call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
+        """A model call, after compacting the context when that is due (or waiting for a
+        compaction under way); a refusal of the prompt as too long compacts it and tries
+        once more."""
         self.tools = self.session.toolset()
+        schemas = self.tools.schemas
+        prompt = self._prompt(model)
+        if compactor.due(compactor.tokens(prompt[1])) or self.session.compact_lock.locked():
+            view = self.session.history
+            await compactor.run("auto", self.turn.id, schemas)
+            if self.session.history is not view:
+                prompt = self._prompt(model)
+        try:
+            return await self._model_call(model, compactor.limits().window, *prompt)
+        except ModelError as exc:
+            if exc.kind != "contextWindowExceeded" or not compactor.enabled:
+                raise
+            compactor.learn(exc, compactor.tokens(prompt[1]))
+            if await compactor.run("overflow", self.turn.id, schemas) is None:
+                raise
+        return await self._model_call(model, compactor.limits().window, *self._prompt(model))
+
+    async def _model_call(self, model: ModelSettings, window: int,
+                          messages: list[dict[str, Any]], chars: int) -> ModelReply:
+        """Stream one reply to ``messages`` (``chars`` long with the tools) and report how
+        full the context of ``window`` tokens is."""
+        msg_id = m.new_id("msg")
         try:
             reply = await self.items.reply(model, messages, self.tools.schemas, msg_id)
         except (asyncio.CancelledError, ModelError):
@@ -104,28 +138,32 @@ class TurnRunner:
                 self.session.commit([m.Message(role="assistant", content=self.items.partial,
                                                id=msg_id, turn_id=self.turn.id)])
             raise
-        self._count_usage(model, messages, reply)
+        tokens = self._count_usage(chars, reply)
+        self.sink.notify(p.SessionUsage(
+            session_id=self.session.id, context_tokens=tokens,
+            context_window=window, estimated=not reply.usage))
         self._reply_id = msg_id
         return reply
 
-    def _count_usage(self, model: ModelSettings, messages: list[dict[str, Any]],
-                     reply: ModelReply) -> None:
-        """Add the call to the turn's usage; ``session/usage`` says how full the context is
-        (the prompt plus the reply, as the server counted it or estimated from the text)."""
+    def _count_usage(self, prompt_chars: int, reply: ModelReply) -> int:
+        """Add the call to the turn's usage; returns how full the context is (the prompt plus
+        the reply, as the server counted it or estimated from the text). The server's count
+        also calibrates the session's chars per token."""
+        session = self.session
         if reply.usage:
-            self.session.last_usage = reply.usage
+            session.last_usage = reply.usage
             self.usage.prompt_tokens += reply.usage["prompt_tokens"]
             self.usage.completion_tokens += reply.usage["completion_tokens"]
             self.usage.total_tokens += reply.usage["total_tokens"]
-            tokens = int(reply.usage["prompt_tokens"]) + int(reply.usage["completion_tokens"])
+            prompt = int(reply.usage["prompt_tokens"])
+            if prompt > 0:
+                session.chars_per_token = min(8.0, max(1.0, prompt_chars / prompt))
+            tokens = prompt + int(reply.usage["completion_tokens"])
         else:
-            chars = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(self.tools.schemas))
-            chars += len(reply.content) + len(reply.reasoning)
+            chars = prompt_chars + len(reply.content) + len(reply.reasoning)
             chars += sum(len(c.name) + len(c.arguments or "") for c in reply.tool_calls)
-            tokens = (chars + 3) // 4
-        self.sink.notify(p.SessionUsage(
-            session_id=self.session.id, context_tokens=tokens, context_window=model.context_window,
-            estimated=not reply.usage))
+            tokens = math.ceil(chars / session.chars_per_token)
+        return tokens
 
     # ----------------------------------------------------------- commits
 
@@ -182,12 +220,9 @@ class TurnRunner:
         return m.Message(role="user", content="\n\n".join(parts), id=m.new_id("user"),
                          turn_id=self.turn.id, notice=notice), queued
 
-    def _budget(self) -> Budget:
-        window = self.session.env.settings.context_window * 4
-        used = sum(len(x.text()) + sum(len(c.arguments) for c in x.tool_calls)
-                   for x in self.session.history)
-        used += len(json.dumps(self.tools.schemas))
-        return Budget(remaining=window - used, cap=self.session.env.output_cap())
+    def _budget(self, compactor: Compactor) -> Budget:
+        return compaction.result_budget(self.session.history, compactor.limits(), self._fixed_chars,
+                                        self.session.env.output_cap(), compactor.enabled)
 
     # ----------------------------------------------------------- interrupts
 

@@ -9,6 +9,7 @@ in a trailing chunk with no choices, unknown extra fields.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -28,6 +29,9 @@ _clients: dict[tuple[str | None, str, float], openai.AsyncOpenAI] = {}
 
 _CONTEXT_HINTS = ("context length", "context window", "maximum context", "too many tokens",
                   "context_length_exceeded", "exceeds the available context", "prompt is too long")
+# "maximum context length is 4096 tokens" (OpenAI, vLLM), "context size (4096 tokens)".
+_LIMIT_IN_TEXT = re.compile(r"(?:maximum context length is|context size \()\s*(\d+)",
+                            re.IGNORECASE)
 
 
 def _client(model: ModelSettings) -> openai.AsyncOpenAI:
@@ -53,7 +57,7 @@ def classify(exc: BaseException) -> ModelError:
     if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError, openai.NotFoundError)):
         text = _msg(exc)
         if any(h in text.lower() for h in _CONTEXT_HINTS):
-            return ModelError("contextWindowExceeded", text)
+            return _context_error(text, exc.body)
         return ModelError("badRequest", f"The model server rejected the request: {text}")
     if isinstance(exc, openai.APIStatusError):
         return ModelError("upstreamUnavailable", f"Model server error {exc.status_code}: {_msg(exc)}")
@@ -62,6 +66,16 @@ def classify(exc: BaseException) -> ModelError:
         where = f" at {request.url}" if request is not None else ""
         return ModelError("upstreamUnavailable", f"Cannot reach the model server{where}: {exc}")
     return ModelError("upstreamUnavailable", f"The model stream failed: {type(exc).__name__}: {exc}")
+
+
+def _context_error(text: str, body: Any) -> ModelError:
+    """A refusal for size, with the window the server named (llama.cpp: ``n_ctx``)."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    limit = inner.get("n_ctx") if isinstance(inner, dict) else None
+    if not isinstance(limit, int):
+        found = _LIMIT_IN_TEXT.search(text)
+        limit = int(found.group(1)) if found else None
+    return ModelError("contextWindowExceeded", text, context_limit=limit or None)
 
 
 def _msg(exc: openai.APIStatusError) -> str:
@@ -190,7 +204,7 @@ def _stream_error(error: Any) -> ModelError:
     message = error.get("message") if isinstance(error, dict) else str(error)
     text = str(message or error)
     if any(h in text.lower() for h in _CONTEXT_HINTS):
-        return ModelError("contextWindowExceeded", text)
+        return _context_error(text, error)
     return ModelError("upstreamUnavailable", f"The model server reported an error mid-stream: {text}")
 
 

@@ -11,10 +11,12 @@ from turnstoned.protocol import TurnErrorKind
 class ModelError(Exception):
     """A model call failed, in the words of a turn error."""
 
-    def __init__(self, kind: TurnErrorKind, message: str) -> None:
+    def __init__(self, kind: TurnErrorKind, message: str, context_limit: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        # contextWindowExceeded: the window the server said it has, when it said so.
+        self.context_limit = context_limit
 
 
 @dataclass(slots=True)

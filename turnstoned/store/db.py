@@ -3,9 +3,13 @@
 Each ``append_messages`` call is one transaction, so a crash (even ``kill -9``)
 loses nothing the fold had committed. Input a running turn has not read yet is
 kept in ``queued_inputs`` from the moment it is accepted until the commit that
-folds it into the conversation (the same transaction) removes it. Message bodies are stored as JSON
-produced by the caller; the store reads them only for the role and for the
-text it indexes for ``recall`` (full-text search, in the same transaction).
+folds it into the conversation (the same transaction) removes it. A compaction
+(``compactions``) records where the model's view of a session now starts: its
+summary, and the first message still sent word for word; the messages before it
+stay where they are (``session/resume`` shows them, ``recall`` finds them).
+Message bodies are stored as JSON produced by the caller; the store reads them
+only for the role, the id a compaction names, and the text it indexes for
+``recall`` (full-text search, in the same transaction).
 Memories (``memory``), decisions about a project's own config files (``trust``:
 its ``.mcp.json`` and its policies), watches (``watches``) and coordinators' task
 lists (``tasks``) live in the same file.
@@ -13,6 +17,7 @@ lists (``tasks``) live in the same file.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import sqlite3
@@ -65,6 +70,16 @@ CREATE TABLE IF NOT EXISTS queued_inputs (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS queued_by_session ON queued_inputs(session_id, seq);
+CREATE TABLE IF NOT EXISTS compactions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    keep_from INTEGER NOT NULL,  -- messages.id of the first message the model still reads
+    last_row INTEGER NOT NULL,  -- messages.id of the newest message when it happened
+    summary TEXT NOT NULL,  -- the message that stands for everything before keep_from
+    event TEXT NOT NULL,  -- the session/compacted notification (JSON)
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS compactions_by_session ON compactions(session_id, seq);
 """
 
 
@@ -178,6 +193,47 @@ class Store(Database):
         """The JSON bodies of a session's queued inputs, oldest first."""
         return [r[0] for r in self.query(
             "SELECT body FROM queued_inputs WHERE session_id = ? ORDER BY seq", (session_id,))]
+
+    def add_compaction(self, session_id: str, first_kept: str | None, summary: str,
+                       event: str) -> None:
+        """Record a compaction: the model's view now starts with ``summary`` and then the
+        message whose body has id ``first_kept`` (None: every message so far is behind it)."""
+        with self.transaction() as db:
+            last = db.execute("SELECT COALESCE(MAX(id), 0) FROM messages WHERE session_id = ?",
+                              (session_id,)).fetchone()[0]
+            row = db.execute(
+                "SELECT MIN(id) FROM messages WHERE session_id = ? AND json_extract(body, '$.id') = ?",
+                (session_id, first_kept)).fetchone()[0] if first_kept else None
+            db.execute("INSERT INTO compactions (session_id, keep_from, last_row, summary, event, "
+                       "created_at) VALUES (?,?,?,?,?,?)",
+                       (session_id, row if row is not None else last + 1, last, summary, event,
+                        time.time()))
+
+    def load_view(self, session_id: str) -> tuple[str | None, list[str]]:
+        """What the model reads of a session: the latest compaction's summary (None if it was
+        never compacted) and the JSON bodies of the messages after it, in commit order."""
+        with self._lock:
+            latest = self._db.execute(
+                "SELECT summary, keep_from FROM compactions WHERE session_id = ? "
+                "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
+            summary, start = latest if latest else (None, 0)
+            rows = self._db.execute(
+                "SELECT body FROM messages WHERE session_id = ? AND id >= ? ORDER BY id",
+                (session_id, start)).fetchall()
+        return summary, [r[0] for r in rows]
+
+    def load_timeline(self, session_id: str) -> tuple[list[str], list[tuple[int, str]]]:
+        """Every message body of a session in commit order, and its compactions as
+        ``(number of messages before it, session/compacted JSON)``, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, body FROM messages WHERE session_id = ? ORDER BY id",
+                (session_id,)).fetchall()
+            marks = self._db.execute(
+                "SELECT last_row, event FROM compactions WHERE session_id = ? ORDER BY seq",
+                (session_id,)).fetchall()
+        ids = [r[0] for r in rows]
+        return [r[1] for r in rows], [(bisect.bisect_right(ids, last), ev) for last, ev in marks]
 
     def load_messages(self, session_id: str) -> list[str]:
         """The JSON bodies of a session's messages, in commit order."""

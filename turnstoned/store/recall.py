@@ -166,6 +166,7 @@ class Hit:
     kind: str
     text: str  # the whole text (short messages) or a snippet, matches marked «like this»
     chars: int  # length of the whole indexed text
+    compacted: bool = False  # its session's model reads a summary instead of it
 
 
 # Ranking reads only the index; joins and snippets are then made for one page of rows.
@@ -179,7 +180,9 @@ SELECT m.id, m.session_id, s.title, m.created_at, f.kind,
        CASE WHEN length(f.text) <= {WHOLE_TEXT_CHARS}
             THEN highlight({FTS_TABLE}, 0, ?, ?)
             ELSE snippet({FTS_TABLE}, 0, ?, ?, '…', {SNIPPET_TOKENS}) END,
-       length(f.text)
+       length(f.text),
+       m.id < COALESCE((SELECT MAX(c.keep_from) FROM compactions AS c
+                        WHERE c.session_id = m.session_id), 0)
 FROM {FTS_TABLE} AS f
 JOIN messages AS m ON m.id = f.rowid
 JOIN sessions AS s ON s.id = m.session_id
@@ -215,5 +218,7 @@ def search(store: Database, query: str, *, limit: int = 20, offset: int = 0,
     if not ranked:
         return []
     rows = store.query(_DETAIL_SQL, (*HIGHLIGHT, *HIGHLIGHT, match, json.dumps(ranked)))
-    hits = {row[0]: Hit(*row) for row in rows}
+    hits = {row[0]: Hit(message_id=row[0], session_id=row[1], title=row[2], created_at=row[3],
+                        kind=row[4], text=row[5], chars=row[6], compacted=bool(row[7]))
+            for row in rows}
     return [hits[i] for i in ranked if i in hits]

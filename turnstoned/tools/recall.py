@@ -5,7 +5,8 @@ editor session is resumed for days, so its beginning is as far away as another
 session's, and it will fall out of the context once history is compacted. Only
 the running turn is left out (the model has it in front of it), and so are
 recall's own calls and results (they are never indexed), so a search never
-finds itself.
+finds itself. A hit from a message that compaction took out of its session's
+context (the model there reads a summary instead) says so.
 """
 
 from __future__ import annotations
@@ -83,7 +84,11 @@ def _hit_line(hit: index.Hit, current: str) -> str:
     if hit.chars > index.WHOLE_TEXT_CHARS:
         text += f" ({hit.chars} chars in all)"
     where = f"session {hit.session_id}{here}{title}"
-    return f"[{_when(hit.created_at)} · {where} · {hit.kind}] {text}"
+    compacted = ""
+    if hit.compacted:
+        compacted = (" · compacted (earlier in this conversation, now only summarised in your "
+                     "context)" if here else " · compacted")
+    return f"[{_when(hit.created_at)} · {where} · {hit.kind}{compacted}] {text}"
 
 
 def render(hits: list[index.Hit], plan: Plan, current: str) -> str:

@@ -3,7 +3,7 @@ import type { CancelToken } from "./connection";
 import { Emitter } from "./events";
 import type { ApprovalRequestItem, ApprovalRequestParams, ApprovalResolved, ApprovalResponse, Decision } from "./protocol";
 
-/** What the user answered for one call: `arguments` runs it edited (protocol 1.4). */
+/** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
 export interface CallAnswer {
   decision: Decision;
   feedback?: string;

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.4";
+export const PROTOCOL_REVISION = "1.5";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -352,6 +352,7 @@ export interface NoticeItem {
   id: string;
   kind: string;
   text: string;
+  detail?: string | null;
 }
 
 /**
@@ -489,6 +490,32 @@ export interface ServerCapabilities {
 export interface ServerInfo {
   name: string;
   version: string;
+}
+
+/**
+ * ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it
+ * compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
+ */
+export interface SessionCompactResult {
+  status: "compacted" | "scheduled" | "unchanged";
+  text?: string;
+}
+
+/**
+ * The older part of the conversation left the model's view for a summary (or, when the
+ * summary could not be written, a note that it was dropped); history and recall keep it.
+ */
+export interface SessionCompacted {
+  sessionId: string;
+  turnId?: string | null;
+  trigger: "auto" | "manual" | "overflow";
+  mode: "dropped" | "summary";
+  messages: number;
+  contextTokensBefore: number;
+  contextTokensAfter: number;
+  contextWindow: number;
+  text: string;
+  summary?: string;
 }
 
 export interface SessionInfo {
@@ -754,6 +781,8 @@ export type Risk = "critical" | "high" | "low" | "medium";
 export type Recommendation = "approve" | "deny" | "review";
 export type VerdictTier = "heuristic" | "llm" | "llm_fallback";
 export type PolicyAction = "allow" | "ask" | "deny";
+export type CompactionTrigger = "auto" | "manual" | "overflow";
+export type CompactionMode = "dropped" | "summary";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
@@ -771,6 +800,7 @@ export const Method = {
   sessionList: "session/list",
   sessionResume: "session/resume",
   sessionClose: "session/close",
+  sessionCompact: "session/compact",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
   toolList: "tool/list",
@@ -800,6 +830,7 @@ export const Method = {
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
+  sessionCompacted: "session/compacted",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   cancelRequest: "$/cancelRequest",
@@ -816,6 +847,7 @@ export interface ClientRequests {
   "session/list": { params: null; result: SessionListResult };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
   "session/close": { params: SessionRef; result: Empty };
+  "session/compact": { params: SessionRef; result: SessionCompactResult };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };
   "tool/list": { params: ToolListParams; result: ToolListResult };
@@ -849,6 +881,7 @@ export interface DaemonNotifications {
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
+  "session/compacted": SessionCompacted;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
 }

@@ -245,6 +245,7 @@
 ---@field id string
 ---@field kind string
 ---@field text string
+---@field detail? string|nil
 
 ---@class turnstoned.PolicyFileInfo A workspace's policies file: its content hash and the user's decision about it.
 ---@field path string
@@ -339,6 +340,22 @@
 ---@class turnstoned.ServerInfo
 ---@field name string
 ---@field version string
+
+---@class turnstoned.SessionCompactResult ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
+---@field status 'compacted'|'scheduled'|'unchanged'
+---@field text? string
+
+---@class turnstoned.SessionCompacted The older part of the conversation left the model's view for a summary (or, when the summary could not be written, a note that it was dropped); history and recall keep it.
+---@field sessionId string
+---@field turnId? string|nil
+---@field trigger 'auto'|'manual'|'overflow'
+---@field mode 'dropped'|'summary'
+---@field messages integer
+---@field contextTokensBefore integer
+---@field contextTokensAfter integer
+---@field contextWindow integer
+---@field text string
+---@field summary? string
 
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
@@ -547,6 +564,8 @@
 ---@alias turnstoned.Recommendation 'approve'|'deny'|'review'
 ---@alias turnstoned.VerdictTier 'heuristic'|'llm'|'llm_fallback'
 ---@alias turnstoned.PolicyAction 'allow'|'ask'|'deny'
+---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
+---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
@@ -557,7 +576,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.4"
+M.PROTOCOL_REVISION = "1.5"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -569,6 +588,7 @@ M.methods = {
   session_list = "session/list",
   session_resume = "session/resume",
   session_close = "session/close",
+  session_compact = "session/compact",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
   tool_list = "tool/list",
@@ -598,6 +618,7 @@ M.methods = {
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   session_usage = "session/usage",
+  session_compacted = "session/compacted",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   cancel_request = "$/cancelRequest",
@@ -617,6 +638,7 @@ M.directions = {
   ["session/list"] = { direction = "client->daemon", kind = "request" },
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
   ["session/close"] = { direction = "client->daemon", kind = "request" },
+  ["session/compact"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
@@ -646,6 +668,7 @@ M.directions = {
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
+  ["session/compacted"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },

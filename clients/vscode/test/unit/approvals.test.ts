@@ -127,6 +127,6 @@ describe("the notification shown when the chat is hidden", () => {
   it("offers always only with what it saves, and not for a call that asks every time", () => {
     expect(alwaysChoice([item({ grantRules: ["bash:npm test"] }), item({ grantRules: ["write@workspace"] })])).toBe("Always allow bash:npm test, write@workspace");
     expect(alwaysChoice([item({ grantRules: ["bash:npm test"] }), item({ grantRules: [] })])).toBeNull();
-    expect(alwaysChoice([item({})])).toBe("Always allow bash");  // a daemon before 1.4
+    expect(alwaysChoice([item({})])).toBe("Always allow bash");  // a daemon before 1.5
   });
 });
