@@ -163,6 +163,13 @@ def ask_terminal(params: Message) -> Message:
         print(f"\n{item['header']}", file=sys.stderr)
         if item.get("preview") and item["preview"] != item["header"]:
             print(item["preview"], file=sys.stderr)
+        for rated in (item.get("verdict"), item.get("judgeVerdict")):
+            if rated:
+                print(f"  {rated['risk']} risk ({rated['rule']}): {rated['reason']}",
+                      file=sys.stderr)
+        if item.get("needsApproval"):
+            saves = ", ".join(item.get("grantRules") or []) or "nothing (it will ask every time)"
+            print(f"  always saves: {saves}", file=sys.stderr)
     labels = sorted({i["approvalLabel"] for i in gated})
     what = labels[0] if len(gated) == 1 else f"{len(gated)} tools ({', '.join(labels)})"
     print(f"Allow {what}? [y/n/a(lways), optional message] ", end="", file=sys.stderr, flush=True)

@@ -16,7 +16,8 @@ else is driving can answer. When the last follower goes away the question
 waits for the next one; ``deny_unattended`` ends such questions when the
 daemon has had no client at all for a while. An MCP trust question goes only
 to the connection whose request opened the session, and is dismissed if that
-connection goes away.
+connection goes away. So does the question whether a workspace's policies
+file may allow.
 """
 
 from __future__ import annotations
@@ -287,22 +288,32 @@ class Router:
     async def request_mcp_trust(
         self, params: p.McpTrustRequestParams
     ) -> p.McpTrustResponse | None:
+        return await self._ask_trust(params, "mcp-trust")
+
+    async def request_policy_trust(
+        self, params: p.PolicyTrustRequestParams
+    ) -> p.McpTrustResponse | None:
+        return await self._ask_trust(params, "policy-trust")
+
+    async def _ask_trust(self, params: p.Event, prefix: str) -> p.McpTrustResponse | None:
+        """A trust question, asked of the connection whose request opened the session; no
+        answer that can be read (an error, that connection gone) trusts nothing."""
         from pygls.exceptions import JsonRpcException
 
+        method = type(params).method
         conn = CALLER.get()
         if conn is None or conn.closed:
-            log.info("no connection to ask about %s; asked again at the next session",
-                     params.config_path)
+            log.info("no connection to ask %s; asked again at the next session", method)
             return None
         try:
-            raw = await self._ask(_Question(params, "mcp-trust", None), [conn])
+            raw = await self._ask(_Question(params, prefix, None), [conn])
         except Unanswerable:
             return None
         except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
-            log.info("mcpServer/requestTrust answered with an error: %s", exc)
+            log.info("%s answered with an error: %s", method, exc)
             return None
         try:
             return msgspec.convert(raw, p.McpTrustResponse)
         except msgspec.ValidationError:
-            log.warning("mcpServer/requestTrust answer is not valid: %r", raw)
+            log.warning("%s answer is not valid: %r", method, raw)
             return None

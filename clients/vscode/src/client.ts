@@ -34,6 +34,7 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.itemToolCallOutputDelta,
   Method.itemCompleted,
   Method.approvalResolved,
+  Method.approvalVerdicts,
   Method.turnCompleted,
   Method.sessionNotice,
   Method.sessionUsage,
@@ -45,6 +46,8 @@ export interface DaemonFeatures {
   /** `calls` in approval answers; `fileChange/read`; `session/usage`. */
   perCallDecisions: boolean;
   editReview: boolean;
+  /** `arguments` in a per-call decision: the user edits a call before it runs (1.5). */
+  editArguments: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -55,7 +58,7 @@ function revisionAtLeast(revision: string | undefined, wanted: string): boolean 
 
 export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
   const v11 = revisionAtLeast(health.protocolRevision, "1.1");
-  return { perCallDecisions: v11, editReview: v11 };
+  return { perCallDecisions: v11, editReview: v11, editArguments: revisionAtLeast(health.protocolRevision, "1.5") };
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
