@@ -1,7 +1,7 @@
 /** The chat view's host side: which session it shows, sending, interrupting, approvals. */
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
-import { daemonFeatures } from "./client";
+import { daemonFeatures, type TurnstonedClient } from "./client";
 import type { Attachment, FromWebview, ToWebview } from "./chat/messages";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
@@ -33,11 +33,22 @@ export function alwaysChoice(items: ApprovalRequestItem[]): string | null {
   return `Always allow ${[...new Set(items.flatMap((i) => i.grantRules ?? [i.approvalLabel]))].join(", ")}`;
 }
 
+/** The newest open top-level session whose working directory is `cwd`, if any. */
+async function newestSessionIn(client: TurnstonedClient, cwd: string, log: (line: string) => void): Promise<string | null> {
+  try {
+    return (await client.listSessions()).find((s) => s.cwd === cwd && s.status !== "closed" && !s.parentSessionId)?.sessionId ?? null;
+  } catch (err) {
+    log(`session/list: ${rpcError(err).message}`);
+    return null;
+  }
+}
+
 export class ChatController {
   private view: ChatView | null = null;
   private sessionId: string | null = null;
   private title = "";
   private folder: Folder | undefined;
+  private recall: boolean;
 
   constructor(
     private readonly host: Host,
@@ -46,7 +57,11 @@ export class ChatController {
     private readonly hooks: ChatHooks,
   ) {
     this.folder = host.activeFolder();
-    this.sessionId = this.folder ? host.memento<string>(SESSION_KEY + this.folder.path) ?? null : null;
+    const remembered = this.folder ? host.memento<string>(SESSION_KEY + this.folder.path) : "";
+    this.sessionId = remembered || null;
+    // Nothing remembered (a window that went down before its state was saved): the folder's
+    // newest session comes back. "" is a chat the user started over.
+    this.recall = remembered === undefined;
     daemon.onEvent((event) => {
       if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
       this.post({ type: "event", event });
@@ -87,6 +102,10 @@ export class ChatController {
     const client = await this.daemon.ready();
     const status = this.daemon.status;
     this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false, editArguments: false }) });
+    if (client && this.recall && this.folder) {
+      this.recall = false;
+      this.sessionId ??= await newestSessionIn(client, this.folder.path, (m) => this.host.log(m));
+    }
     if (!client || !this.sessionId) {
       this.clearPage();
       return;
@@ -134,7 +153,8 @@ export class ChatController {
 
   private setSession(sessionId: string | null): void {
     this.sessionId = sessionId;
-    if (this.folder) void this.host.setMemento(SESSION_KEY + this.folder.path, sessionId ?? undefined);
+    this.recall = false;
+    if (this.folder) void this.host.setMemento(SESSION_KEY + this.folder.path, sessionId ?? "");
     this.hooks.sessionsChanged();
   }
 

@@ -91,5 +91,12 @@ pids+=($!)
 for _ in $(seq 1 300); do grep -q "HTTP server listening" "$work/code-server.log" && break; sleep 0.1; done
 grep -q "HTTP server listening" "$work/code-server.log" || { cat "$work/code-server.log" >&2; exit 1; }
 
-node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "$work/project" "$here/artifacts/e2e"
+if ! node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "$work/project" "$here/artifacts/e2e"; then
+    # The extension's output channels (the daemon's log and the protocol trace) and the server's.
+    find "$work/user" -name '*turnstoned*.log' -print0 | while IFS= read -r -d '' log; do
+        echo "== $log" >&2; tail -n 120 "$log" >&2
+    done
+    echo "== code-server.log" >&2; tail -n 40 "$work/code-server.log" >&2
+    exit 1
+fi
 echo "code-server e2e passed in $((SECONDS - start)) s"

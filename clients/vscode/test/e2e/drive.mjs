@@ -166,6 +166,11 @@ try {
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
+  // What the user would have seen, for a run whose screenshot is out of reach.
+  const seen = async (what, locator) => console.error(`${what}:\n${(await locator.innerText({ timeout: 2000 }).catch(() => "(not readable)")).slice(-3000)}`);
+  await seen("the chat", chat().locator("body"));
+  await seen("the status bar", page.locator(".statusbar").first());
+  await seen("the notifications", page.locator(".notifications-toasts").first());
   process.exitCode = 1;
 } finally {
   await browser.close();

@@ -105,6 +105,24 @@ describe("the extension against the real daemon", () => {
     const reset = last(reloaded, "reset")!;
     expect(reset.title).toBe("say hello in app.py");
     expect(reset.items.map((i) => i.type)).toEqual(["userMessage", "toolCall", "toolCall", "agentMessage"]);
+
+    // A window that went down before its workspace state was saved: the folder's newest session.
+    const lost = new FakeHost(host.settingsValue, { name: "work", path: work });
+    await reloaded.daemons[0]!.stop();
+    launch(lost);
+    lost.fromPage({ type: "ready" });
+    await lost.until("the history", () => (last(lost, "reset")?.items.length ?? 0) > 0);
+    expect(last(lost, "reset")).toMatchObject({ sessionId, title: "say hello in app.py" });
+
+    // New Chat is remembered as such: the next window starts empty.
+    await lost.run("turnstoned.newChat");
+    const fresh = new FakeHost(host.settingsValue, { name: "work", path: work });
+    fresh.mementos = lost.mementos;
+    await lost.daemons[0]!.stop();
+    launch(fresh);
+    fresh.fromPage({ type: "ready" });
+    await fresh.until("the page", () => Boolean(last(fresh, "reset")));
+    expect(last(fresh, "reset")).toMatchObject({ sessionId: null, items: [] });
   });
 
   it("asks in a notification when the chat is hidden", async () => {
