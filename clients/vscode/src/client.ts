@@ -103,7 +103,7 @@ export class TurnstonedClient {
   }
 
   health(): Promise<DaemonHealthResult> {
-    return this.conn.request(Method.daemonHealth, null);
+    return this.conn.request(Method.daemonHealth, {});
   }
 
   async listSessions(): Promise<SessionInfo[]> {
