@@ -7,11 +7,13 @@ import { rpcError } from "./connection";
 import { API_KEY_SECRET, Daemon } from "./daemon";
 import type { Host, TreeNode } from "./host";
 import { describeChanges, mcpPickItems } from "./mcp";
-import type { SessionInfo } from "./protocol";
+import { PreviewController } from "./previews";
+import type { PreviewOpen, SessionInfo, SessionNotice } from "./protocol";
 import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
 import { sessionNodes } from "./sessions";
 import { RESTART_KEYS } from "./settings";
 import { statusView, type ContextFill } from "./status";
+import { watchActions, watchPickItems } from "./watches";
 
 export interface App {
   dispose(): Promise<void>;
@@ -35,7 +37,8 @@ export function startApp(host: Host): App {
   };
   const perCall = () => daemon.status.state === "ready" && daemonFeatures(daemon.status.health).perCallDecisions;
   const review = new ReviewController(host, broker, readProposal, perCall);
-  const refreshSessions = async (): Promise<void> => {
+  let listing: Promise<void> | null = null;
+  const refreshSessions = (): Promise<void> => (listing ??= (async () => {
     const client = daemon.client;
     if (!client) return;
     try {
@@ -44,31 +47,74 @@ export function startApp(host: Host): App {
       host.log(`session/list: ${rpcError(err).message}`);
     }
     tree.refresh();
+  })().finally(() => (listing = null)));
+  const sessionTitle = async (sessionId: string): Promise<string> => {
+    if (!sessions.some((s) => s.sessionId === sessionId)) await refreshSessions();
+    return sessions.find((s) => s.sessionId === sessionId)?.title?.trim() ?? "";
   };
+  const previews = new PreviewController(host, async (sessionId, previewId, offset, length) => {
+    const client = await daemon.ready();
+    if (!client) throw new Error("the daemon is not running");
+    return client.readPreview(sessionId, previewId, offset, length);
+  });
   const tree = host.registerTree("turnstoned.sessions", () => sessionNodes(sessions, chat.currentSession));
   const chat = new ChatController(host, daemon, broker, {
     review: (sessionId, callId) => review.open(sessionId, callId),
-    sessionsChanged: () => void refreshSessions(),
+    sessionsChanged: () => {
+      void refreshSessions();
+      showStatus();
+    },
+    openPreview: (sessionId, previewId) => previews.show(sessionId, previewId),
+    sessionTitle,
   });
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
 
-  let context: ContextFill | null = null;
+  // How full each session's context is; the status bar shows the chat's session.
+  const contexts = new Map<string, ContextFill>();
   const showStatus = () => {
-    const view = statusView(daemon.status, context);
+    const current = chat.currentSession;
+    const view = statusView(daemon.status, (current && contexts.get(current)) || null);
     host.setStatus(view.text, view.tooltip, "turnstoned.statusMenu");
+  };
+  const setContext = (sessionId: string, context: ContextFill) => {
+    contexts.set(sessionId, context);
+    if (sessionId === chat.currentSession) showStatus();
   };
   daemon.onState((state) => {
     showStatus();
     if (state.state === "ready") void refreshSessions();
   });
   daemon.onEvent((event) => {
-    if (event.method === "mcpServer/statusChanged") void daemon.refreshHealth();
-    if (event.method === "session/usage" && event.params.sessionId === chat.currentSession) {
-      context = { tokens: event.params.contextTokens, window: event.params.contextWindow };
-      showStatus();
+    if (event.method === "mcpServer/statusChanged") {
+      void daemon.refreshHealth();
+      return;
     }
+    // A session this window has not listed yet (a coordinator's child, just spawned).
+    if (!sessions.some((s) => s.sessionId === event.params.sessionId)) void refreshSessions();
+    if (event.method === "session/usage") setContext(event.params.sessionId, { tokens: event.params.contextTokens, window: event.params.contextWindow });
+    else if (event.method === "session/compacted") setContext(event.params.sessionId, { tokens: event.params.contextTokensAfter, window: event.params.contextWindow });
+    else if (event.method === "preview/open") void openPreview(event.params);
+    else if (event.method === "session/notice" && event.params.kind === "notify") void notify(event.params);
   });
+
+  /** The chat's session's previews open beside it; another session's are offered. */
+  const openPreview = async (event: PreviewOpen): Promise<void> => {
+    if (event.sessionId === chat.currentSession) {
+      await previews.opened(event);
+      return;
+    }
+    const from = (await sessionTitle(event.sessionId)) || event.sessionId.slice(0, 8);
+    if ((await host.info(`Session “${from}” opened a preview: ${event.title}`, "Show Preview")) === "Show Preview") await previews.opened(event);
+  };
+
+  /** The model's `notify`: a notification with its title, whichever session sent it. */
+  const notify = async (notice: SessionNotice): Promise<void> => {
+    const title = typeof notice.data?.title === "string" && notice.data.title.trim() ? notice.data.title.trim() : "turnstoned";
+    const elsewhere = notice.sessionId !== chat.currentSession;
+    const choice = await host.info(`${title}: ${notice.text}`, ...(elsewhere ? ["Show in Chat"] : []));
+    if (choice === "Show in Chat") await chat.resume(notice.sessionId);
+  };
 
   const commands: Record<string, (...args: unknown[]) => unknown> = {
     "turnstoned.newChat": () => chat.newChat(),
@@ -122,6 +168,44 @@ export function startApp(host: Host): App {
       }
       await daemon.refreshHealth();
     },
+    "turnstoned.compact": async () => {
+      const client = await daemon.ready();
+      const sessionId = chat.currentSession;
+      if (!client || !sessionId) {
+        void host.info("Open a chat first: there is no conversation to compact.");
+        return;
+      }
+      try {
+        const result = await client.compact(sessionId);
+        if (result.status === "unchanged") void host.info("Nothing to compact yet: the conversation is only its most recent turns.");
+        else if (result.status === "scheduled") void host.info("The conversation will be compacted at the running turn's next step.");
+      } catch (err) {
+        const e = rpcError(err);
+        void host.warn(`Compacting failed: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
+      }
+    },
+    "turnstoned.watches": async () => {
+      const client = await daemon.ready();
+      if (!client) return;
+      const watches = await client.watches();
+      if (!watches.length) {
+        void host.info("No watches are active.");
+        return;
+      }
+      await refreshSessions();
+      const watch = await host.pick(watchPickItems(watches, sessions), { title: "Watches", placeHolder: "Pick a watch to cancel it or open its session" });
+      if (!watch) return;
+      const action = await host.pick(watchActions(watch), { title: `Watch “${watch.name}”` });
+      if (action === "session") await chat.resume(watch.sessionId);
+      else if (action === "cancel") {
+        try {
+          const result = await client.cancelWatch(watch.sessionId, watch.watchId);
+          void host.info(result.cancelled ? `Watch “${watch.name}” cancelled.` : `Watch “${watch.name}” had already ended${result.watch.ended ? `: ${result.watch.ended}` : ""}.`);
+        } catch (err) {
+          void host.warn(`watch/cancel: ${rpcError(err).message}`);
+        }
+      }
+    },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {
       const id = sessionArg(arg);
@@ -133,6 +217,7 @@ export function startApp(host: Host): App {
       if (!id || !client) return;
       await client.closeSession(id);
       broker.withdrawAll(id);
+      previews.closeSession(id);
       chat.closed(id);
       await refreshSessions();
     },
@@ -143,6 +228,8 @@ export function startApp(host: Host): App {
         "Show Output (protocol trace)": "turnstoned.showOutput",
         "Restart the Daemon": "turnstoned.restart",
         "MCP Servers": "turnstoned.mcpServers",
+        "Compact Conversation": "turnstoned.compact",
+        "Watches": "turnstoned.watches",
         "Set API Key": "turnstoned.setApiKey",
       };
       const picked = await host.pick(Object.entries(actions).map(([label, id]) => ({ label, value: id })).concat([{ label: "Open Settings", value: "settings" }]), { title: "turnstoned" });

@@ -16,6 +16,10 @@ export interface ChatHooks {
   review(sessionId: string, callId: string): Promise<void>;
   /** The current session changed or a turn ended (the sessions tree may be stale). */
   sessionsChanged(): void;
+  /** "Show preview" on a card. */
+  openPreview(sessionId: string, previewId: string): Promise<void>;
+  /** A session's title for a prompt ("" when unknown). */
+  sessionTitle(sessionId: string): Promise<string>;
 }
 
 export class ChatController {
@@ -200,6 +204,7 @@ export class ChatController {
         if (!(await this.host.insertAtCursor(message.text))) void this.host.info("Open an editor to insert the code into.");
         break;
       case "newChat": await this.newChat(); break;
+      case "openPreview": if (this.sessionId) await this.hooks.openPreview(this.sessionId, message.previewId); break;
       case "showOutput": this.host.showOutput(); break;
     }
   }
@@ -217,12 +222,23 @@ export class ChatController {
     if (!this.view?.visible || change.cycle.sessionId !== this.sessionId) void this.notify(change.cycle);
   }
 
+  /** Who asks: the session's model, or a task agent its call started. */
+  private asker(cycle: ApprovalRequestParams): string {
+    return cycle.parentCallId ? "turnstoned's task agent" : "turnstoned";
+  }
+
+  /** The session a question comes from, when the chat shows another (a coordinator's child). */
+  private async where(sessionId: string): Promise<string> {
+    if (sessionId === this.sessionId) return "";
+    return ` in session “${(await this.hooks.sessionTitle(sessionId)) || sessionId.slice(0, 8)}”`;
+  }
+
   /** The chat is not in sight: ask in a notification with the same choices. */
   private async notify(cycle: ApprovalRequestParams): Promise<void> {
     const gated = gatedItems(cycle);
     const what = gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`;
     const labels = [...new Set(gated.map((i) => i.approvalLabel))].join(", ");
-    const choice = await this.host.warn(`turnstoned asks to run ${what}`, "Approve", `Always allow ${labels}`, "Deny…", "Show in Chat");
+    const choice = await this.host.warn(`${this.asker(cycle)} asks to run ${what}${await this.where(cycle.sessionId)}`, "Approve", `Always allow ${labels}`, "Deny…", "Show in Chat");
     if (choice === "Approve") this.broker.answer(cycle.cycleId, { decision: "approve" });
     else if (choice?.startsWith("Always")) this.broker.answer(cycle.cycleId, { decision: "always" });
     else if (choice === "Deny…") {

@@ -16,7 +16,8 @@ export function makeNonce(random: () => number = Math.random): string {
   return out;
 }
 
-function attr(value: string): string {
+/** A value safe inside a double-quoted attribute (or as element text). */
+export function escapeAttr(value: string): string {
   return value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 }
 
@@ -39,9 +40,9 @@ export function chatHtml(src: PageSources): string {
 <html lang="en">
 <head>
 <meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${attr(contentSecurityPolicy(src.cspSource, src.nonce))}">
+<meta http-equiv="Content-Security-Policy" content="${escapeAttr(contentSecurityPolicy(src.cspSource, src.nonce))}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${attr(src.styleUri)}">
+<link rel="stylesheet" href="${escapeAttr(src.styleUri)}">
 <title>turnstoned</title>
 </head>
 <body>
@@ -57,7 +58,7 @@ export function chatHtml(src: PageSources): string {
     <button id="send" title="Send (Enter)">Send</button>
   </div>
 </footer>
-<script nonce="${attr(src.nonce)}" src="${attr(src.scriptUri)}"></script>
+<script nonce="${escapeAttr(src.nonce)}" src="${escapeAttr(src.scriptUri)}"></script>
 </body>
 </html>`;
 }

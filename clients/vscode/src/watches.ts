@@ -1,0 +1,42 @@
+/** Watches at a glance: quick-pick rows for `watch/list`, and what to do with one. */
+import type { PickItem } from "./host";
+import type { SessionInfo, WatchInfo } from "./protocol";
+
+/** 600 → "10m", 5400 → "1h 30m", 45 → "45s". */
+export function every(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? ` ${s % 60}s` : ""}`;
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return `${h}h${m ? ` ${m}m` : ""}`;
+}
+
+/** "in 4 min", "due now". */
+export function until(iso: string | null | undefined, now: Date = new Date()): string {
+  if (!iso) return "";
+  const seconds = Math.round((new Date(iso).getTime() - now.getTime()) / 1000);
+  if (Number.isNaN(seconds)) return "";
+  if (seconds <= 0) return "due now";
+  return `next in ${every(seconds)}`;
+}
+
+/** One row per active watch: its name, schedule and progress; the command and session below. */
+export function watchPickItems(watches: WatchInfo[], sessions: SessionInfo[], now: Date = new Date()): PickItem<WatchInfo>[] {
+  const titles = new Map(sessions.map((s) => [s.sessionId, s.title?.trim() || "(untitled)"]));
+  return watches.map((w) => ({
+    label: `$(eye) ${w.name}`,
+    description: [`every ${every(w.intervalSeconds)}`, `poll ${w.pollCount ?? 0}/${w.maxPolls}`, until(w.nextPollAt, now)].filter(Boolean).join(" · "),
+    detail: [`$ ${w.command}`, w.stopOn ? `stop on: ${w.stopOn}` : "until the output changes", `session: ${titles.get(w.sessionId) ?? w.sessionId.slice(0, 8)}`].join("  ·  "),
+    value: w,
+  }));
+}
+
+export type WatchAction = "cancel" | "session";
+
+export function watchActions(watch: WatchInfo): PickItem<WatchAction>[] {
+  return [
+    { label: `$(close) Cancel watch “${watch.name}”`, description: "the daemon stops polling it", value: "cancel" },
+    { label: "$(comment-discussion) Open its session in the chat", value: "session" },
+  ];
+}
