@@ -177,7 +177,7 @@ function noticeEntry(id: string, noticeKind: string, text: string, data?: Sessio
   if (noticeKind === "watch") {
     const name = field("name");
     const reason = field("reason");
-    entry.headline = name ? `watch “${name}”${reason ? `: ${reason}` : ""}` : (text.split("\n")[0] ?? "");
+    entry.headline = name ? `“${name}”${reason ? `: ${reason}` : ""}` : (text.split("\n")[0] ?? "");
   } else if (noticeKind === "notify") {
     entry.headline = field("title");
   }

@@ -200,7 +200,9 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   const output = part(node, "output", () => h("details", { class: "output" }, h("summary", {}, "Output"), h("pre", {})));
   const text = entry.output.length > OUTPUT_TAIL ? `…\n${entry.output.slice(-OUTPUT_TAIL)}` : entry.output;
   setText(output.querySelector("pre")!, text);
-  toggle(output, text !== "");
+  // A task agent's answer is its call's output: shown once, as the agent's last message.
+  const answered = entry.children.some((c) => c.kind === "agent" && c.text.trim() === entry.output.trim());
+  toggle(output, text !== "" && !answered);
   if (entry.status === "running" && !output.hasAttribute("data-touched")) (output as HTMLDetailsElement).open = true;
   const effect = part(node, "effect", () => h("div", { class: "effect" }));
   setText(effect, entry.effectStatus && entry.effectStatus !== "none" ? `effect: ${entry.effectStatus}` : entry.effectStatus === "none" ? "effect: none (it never ran)" : "");

@@ -41,7 +41,8 @@ async function approveNext(host: FakeHost, what: string, match: (cycle: Extract<
 function record(name: string, host: FakeHost, sessionId: string | null): void {
   // The messages the chat page received, in order: the browser tests replay them.
   const dir = process.env.RECORD_STREAMS;
-  if (dir) fs.writeFileSync(path.join(dir, name), JSON.stringify({ sessionId, messages: host.posted }, null, 1) + "\n");
+  const panels = host.panels.map((p) => p.posted);
+  if (dir) fs.writeFileSync(path.join(dir, name), JSON.stringify({ sessionId, messages: host.posted, ...(panels.length ? { panels } : {}) }, null, 1) + "\n");
 }
 
 describe("work beyond one turn, against the real daemon", () => {
@@ -136,7 +137,7 @@ describe("work beyond one turn, against the real daemon", () => {
     await turnEnded(host, 2);
     const page = pageState(host.posted);
     const fired = page.entries.find((e): e is NoticeEntry => e.kind === "notice" && e.noticeKind === "watch");
-    expect(fired?.headline).toBe('watch “ci”: condition met: data["status"] == "passed"');
+    expect(fired?.headline).toBe('“ci”: condition met: data["status"] == "passed"');
     expect(fired?.text).toContain('{"status": "passed"}');
     expect(page.entries.at(-1)).toMatchObject({ kind: "agent", text: "CI passed: the branch is ready to merge.", done: true });
     expect(page.turnId).toBeNull();

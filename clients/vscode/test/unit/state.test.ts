@@ -202,7 +202,7 @@ describe("notices, watches and compaction", () => {
       { method: "turn/started", params: { sessionId: S, turnId: "t-woken" } },
     ]);
     expect(state.entries).toMatchObject([
-      { kind: "notice", noticeKind: "watch", headline: 'watch “ci”: condition met: data["status"] == "passed"' },
+      { kind: "notice", noticeKind: "watch", headline: '“ci”: condition met: data["status"] == "passed"' },
       { kind: "notice", noticeKind: "notify", headline: "CI", text: "The build is green." },
     ]);
     // A turn the daemon started itself (no turn/start) runs like any other.
