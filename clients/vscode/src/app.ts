@@ -13,10 +13,43 @@ import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
 import { sessionNodes } from "./sessions";
 import { RESTART_KEYS } from "./settings";
 import { statusView, type ContextFill } from "./status";
-import { watchActions, watchPickItems } from "./watches";
+import { manageWatches } from "./watches";
 
 export interface App {
   dispose(): Promise<void>;
+}
+
+/** Where things from the daemon are shown to the user. */
+interface Shown {
+  host: Host;
+  chat: ChatController;
+  previews: PreviewController;
+  sessionTitle(sessionId: string): Promise<string>;
+}
+
+/** The chat's session's previews open beside it; another session's are offered. */
+async function previewOpened(to: Shown, event: PreviewOpen): Promise<void> {
+  if (event.sessionId === to.chat.currentSession) {
+    await to.previews.opened(event);
+    return;
+  }
+  const from = (await to.sessionTitle(event.sessionId)) || event.sessionId.slice(0, 8);
+  if ((await to.host.info(`Session “${from}” opened a preview: ${event.title}`, "Show Preview")) === "Show Preview") await to.previews.opened(event);
+}
+
+/**
+ * The model's `notify` becomes a notification with its title, whichever session sent it; a
+ * watch that fired in a session the chat does not show is told too (the chat shows its own).
+ */
+async function noticed(to: Shown, event: SessionNotice): Promise<void> {
+  const elsewhere = event.sessionId !== to.chat.currentSession;
+  const text = (key: string) => (typeof event.data?.[key] === "string" ? (event.data[key] as string).trim() : "");
+  let message: string;
+  if (event.kind === "notify") message = `${text("title") || "turnstoned"}: ${event.text}`;
+  else if (event.kind === "watch" && elsewhere) message = `Watch “${text("name")}” fired in session “${(await to.sessionTitle(event.sessionId)) || event.sessionId.slice(0, 8)}”: ${text("reason")}`;
+  else return;
+  const choice = await to.host.info(message, ...(elsewhere ? ["Show in Chat"] : []));
+  if (choice === "Show in Chat") await to.chat.resume(event.sessionId);
 }
 
 function sessionArg(arg: unknown): string | undefined {
@@ -30,11 +63,13 @@ export function startApp(host: Host): App {
   const daemon = new Daemon(host, broker);
   let sessions: SessionInfo[] = [];
 
-  const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => {
+  /** The running client, for a read that cannot do without it. */
+  const running = async () => {
     const client = await daemon.ready();
     if (!client) throw new Error("the daemon is not running");
-    return client.readFileChange(sessionId, callId);
+    return client;
   };
+  const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => (await running()).readFileChange(sessionId, callId);
   const perCall = () => daemon.status.state === "ready" && daemonFeatures(daemon.status.health).perCallDecisions;
   const review = new ReviewController(host, broker, readProposal, perCall);
   let listing: Promise<void> | null = null;
@@ -52,11 +87,7 @@ export function startApp(host: Host): App {
     if (!sessions.some((s) => s.sessionId === sessionId)) await refreshSessions();
     return sessions.find((s) => s.sessionId === sessionId)?.title?.trim() ?? "";
   };
-  const previews = new PreviewController(host, async (sessionId, previewId, offset, length) => {
-    const client = await daemon.ready();
-    if (!client) throw new Error("the daemon is not running");
-    return client.readPreview(sessionId, previewId, offset, length);
-  });
+  const previews = new PreviewController(host, async (sessionId, previewId, offset, length) => (await running()).readPreview(sessionId, previewId, offset, length));
   const tree = host.registerTree("turnstoned.sessions", () => sessionNodes(sessions, chat.currentSession));
   const chat = new ChatController(host, daemon, broker, {
     review: (sessionId, callId) => review.open(sessionId, callId),
@@ -68,6 +99,7 @@ export function startApp(host: Host): App {
     sessionTitle,
   });
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
+  const shown: Shown = { host, chat, previews, sessionTitle };
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
 
   // How full each session's context is; the status bar shows the chat's session.
@@ -94,27 +126,9 @@ export function startApp(host: Host): App {
     if (!sessions.some((s) => s.sessionId === event.params.sessionId)) void refreshSessions();
     if (event.method === "session/usage") setContext(event.params.sessionId, { tokens: event.params.contextTokens, window: event.params.contextWindow });
     else if (event.method === "session/compacted") setContext(event.params.sessionId, { tokens: event.params.contextTokensAfter, window: event.params.contextWindow });
-    else if (event.method === "preview/open") void openPreview(event.params);
-    else if (event.method === "session/notice" && event.params.kind === "notify") void notify(event.params);
+    else if (event.method === "preview/open") void previewOpened(shown, event.params);
+    else if (event.method === "session/notice") void noticed(shown, event.params);
   });
-
-  /** The chat's session's previews open beside it; another session's are offered. */
-  const openPreview = async (event: PreviewOpen): Promise<void> => {
-    if (event.sessionId === chat.currentSession) {
-      await previews.opened(event);
-      return;
-    }
-    const from = (await sessionTitle(event.sessionId)) || event.sessionId.slice(0, 8);
-    if ((await host.info(`Session “${from}” opened a preview: ${event.title}`, "Show Preview")) === "Show Preview") await previews.opened(event);
-  };
-
-  /** The model's `notify`: a notification with its title, whichever session sent it. */
-  const notify = async (notice: SessionNotice): Promise<void> => {
-    const title = typeof notice.data?.title === "string" && notice.data.title.trim() ? notice.data.title.trim() : "turnstoned";
-    const elsewhere = notice.sessionId !== chat.currentSession;
-    const choice = await host.info(`${title}: ${notice.text}`, ...(elsewhere ? ["Show in Chat"] : []));
-    if (choice === "Show in Chat") await chat.resume(notice.sessionId);
-  };
 
   const commands: Record<string, (...args: unknown[]) => unknown> = {
     "turnstoned.newChat": () => chat.newChat(),
@@ -168,43 +182,10 @@ export function startApp(host: Host): App {
       }
       await daemon.refreshHealth();
     },
-    "turnstoned.compact": async () => {
-      const client = await daemon.ready();
-      const sessionId = chat.currentSession;
-      if (!client || !sessionId) {
-        void host.info("Open a chat first: there is no conversation to compact.");
-        return;
-      }
-      try {
-        const result = await client.compact(sessionId);
-        if (result.status === "unchanged") void host.info("Nothing to compact yet: the conversation is only its most recent turns.");
-        else if (result.status === "scheduled") void host.info("The conversation will be compacted at the running turn's next step.");
-      } catch (err) {
-        const e = rpcError(err);
-        void host.warn(`Compacting failed: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
-      }
-    },
+    "turnstoned.compact": () => chat.compact(),
     "turnstoned.watches": async () => {
       const client = await daemon.ready();
-      if (!client) return;
-      const watches = await client.watches();
-      if (!watches.length) {
-        void host.info("No watches are active.");
-        return;
-      }
-      await refreshSessions();
-      const watch = await host.pick(watchPickItems(watches, sessions), { title: "Watches", placeHolder: "Pick a watch to cancel it or open its session" });
-      if (!watch) return;
-      const action = await host.pick(watchActions(watch), { title: `Watch “${watch.name}”` });
-      if (action === "session") await chat.resume(watch.sessionId);
-      else if (action === "cancel") {
-        try {
-          const result = await client.cancelWatch(watch.sessionId, watch.watchId);
-          void host.info(result.cancelled ? `Watch “${watch.name}” cancelled.` : `Watch “${watch.name}” had already ended${result.watch.ended ? `: ${result.watch.ended}` : ""}.`);
-        } catch (err) {
-          void host.warn(`watch/cancel: ${rpcError(err).message}`);
-        }
-      }
+      if (client) await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
     },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {

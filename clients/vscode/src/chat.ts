@@ -190,6 +190,24 @@ export class ChatController {
     }
   }
 
+  /** Compact the shown conversation's context now; say so when there was nothing to do. */
+  async compact(): Promise<void> {
+    const client = await this.daemon.ready();
+    if (!client || !this.sessionId) {
+      void this.host.info("Open a chat first: there is no conversation to compact.");
+      return;
+    }
+    try {
+      // "compacted": session/compacted draws the divider.
+      const result = await client.compact(this.sessionId);
+      if (result.status === "unchanged") void this.host.info("Nothing to compact yet: the conversation is only its most recent turns.");
+      else if (result.status === "scheduled") void this.host.info("The conversation will be compacted at the running turn's next step.");
+    } catch (err) {
+      const e = rpcError(err);
+      void this.host.warn(`Compacting failed: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
+    }
+  }
+
   /** A message from the webview. */
   async handle(message: FromWebview): Promise<void> {
     switch (message.type) {

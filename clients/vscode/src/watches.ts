@@ -1,5 +1,7 @@
 /** Watches at a glance: quick-pick rows for `watch/list`, and what to do with one. */
-import type { PickItem } from "./host";
+import type { TurnstonedClient } from "./client";
+import { rpcError } from "./connection";
+import type { Host, PickItem } from "./host";
 import type { SessionInfo, WatchInfo } from "./protocol";
 
 /** 600 → "10m", 5400 → "1h 30m", 45 → "45s". */
@@ -39,4 +41,25 @@ export function watchActions(watch: WatchInfo): PickItem<WatchAction>[] {
     { label: `$(close) Cancel watch “${watch.name}”`, description: "the daemon stops polling it", value: "cancel" },
     { label: "$(comment-discussion) Open its session in the chat", value: "session" },
   ];
+}
+
+/** The Watches command: pick an active watch, then cancel it or open its session. */
+export async function manageWatches(host: Host, client: TurnstonedClient, sessions: () => Promise<SessionInfo[]>, openSession: (sessionId: string) => Promise<void>): Promise<void> {
+  const watches = await client.watches();
+  if (!watches.length) {
+    void host.info("No watches are active.");
+    return;
+  }
+  const watch = await host.pick(watchPickItems(watches, await sessions()), { title: "Watches", placeHolder: "Pick a watch to cancel it or open its session" });
+  if (!watch) return;
+  const action = await host.pick(watchActions(watch), { title: `Watch “${watch.name}”` });
+  if (action === "session") await openSession(watch.sessionId);
+  if (action !== "cancel") return;
+  try {
+    // Its id names it exactly (a name could be reused after it ended).
+    const result = await client.cancelWatch(watch.sessionId, watch.watchId);
+    void host.info(result.cancelled ? `Watch “${watch.name}” cancelled.` : `Watch “${watch.name}” had already ended${result.watch.ended ? `: ${result.watch.ended}` : ""}.`);
+  } catch (err) {
+    void host.warn(`watch/cancel: ${rpcError(err).message}`);
+  }
 }

@@ -26,6 +26,8 @@ let state: ChatState = emptyState();
 let features: CardFeatures = { perCallDecisions: false, editReview: false };
 let attachments: Attachment[] = [];
 let scheduled = false;
+/** The next draw scrolls to the end whatever was in sight (the user just sent something). */
+let toEnd = false;
 
 function post(message: FromWebview): void {
   vscode.postMessage(message);
@@ -39,7 +41,8 @@ function schedule(): void {
 
 function draw(): void {
   scheduled = false;
-  const stick = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  const stick = toEnd || transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  toEnd = false;
   if (state.entries.length) transcript.querySelector(":scope > .empty")?.remove();
   drawList(transcript, state.entries, features);
   if (!state.entries.length) transcript.replaceChildren(h("div", { class: "empty" }, "Ask about this workspace, or add a selection or file to the chat from the editor’s context menu."));
@@ -105,6 +108,7 @@ function send(): void {
   state = addUserMessage(state, prompt, running);
   if (!running) state.turnId = STARTING;
   post({ type: "send", text: prompt });
+  toEnd = true;
   input.value = "";
   attachments = [];
   schedule();

@@ -77,13 +77,20 @@ describe("work beyond one turn, against the real daemon", () => {
     const host = await ready([
       { toolCalls: [["s1", "spawn_workstream", JSON.stringify({ name: "tally", initial_message: "tally: write the tally file" })]] },
       { text: "The tally child is on it." },
-    ], { routes: { "tally:": [{ toolCalls: [["c1", "bash", JSON.stringify({ command: "echo 42 > tally.txt" })]] }, { text: "Wrote tally.txt." }] } });
+    ], { routes: { "tally:": [
+      { toolCalls: [["c1", "bash", JSON.stringify({ command: "echo 42 > tally.txt" })]] },
+      { toolCalls: [["c2", "open_preview", JSON.stringify({ target: "tally.txt" })]] },
+      { text: "Wrote tally.txt." },
+    ] } });
     host.viewVisible = false;
-    host.respond = (s) => (s.kind === "warn" && s.message.includes(" asks to run ") ? "Approve" : undefined);
+    host.respond = (s) => (s.kind === "warn" && s.message.includes(" asks to run ") ? "Approve" : s.message.includes("opened a preview") ? "Show Preview" : undefined);
     const raw = host.daemons[0]!.raw;
     const { sessionId: coordinator } = await raw.sendRequest("session/start", { cwd: t.work, kind: "coordinator" }) as { sessionId: string };
     await raw.sendRequest("turn/start", { sessionId: coordinator, input: [{ type: "text", text: "delegate the tally" }] });
-    await host.until("the child's file", () => fs.existsSync(path.join(t.work, "tally.txt")), 30000);
+    // The child's preview is offered (the chat shows another session), and shown when asked.
+    await host.until("the child's preview", () => host.panels[0]?.posted.some((m) => m.type === "chunk" && m.eof) ?? false, 30000);
+    expect(host.shown.find((s) => s.message.includes("opened a preview"))).toMatchObject({ kind: "info", message: "Session “tally” opened a preview: tally.txt", actions: ["Show Preview"] });
+    expect(host.panels.map((p) => [p.kind, p.title])).toEqual([["text", "tally.txt"]]);
     const asked = host.shown.filter((s) => s.kind === "warn").map((s) => s.message);
     expect(asked).toContain("turnstoned asks to run ⚙ spawn_workstream tally: tally: write the tally file in session “delegate the tally”");
     expect(asked.some((m) => /^turnstoned asks to run ⚙ bash: echo 42 > tally\.txt in session “tally”$/.test(m))).toBe(true);
