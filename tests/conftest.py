@@ -41,6 +41,8 @@ class RecordingSink:
         self.answers: list[Any] = []  # ApprovalResponse, or a callable(params) -> awaitable
         self.trust_questions: list[dict[str, Any]] = []
         self.trust_answers: list[Any] = []  # McpTrustResponse/None, or a callable(params) -> awaitable
+        self.policy_questions: list[dict[str, Any]] = []
+        self.policy_answers: list[Any] = []  # like trust_answers
         self._changed = asyncio.Event()
 
     def notify(self, event: Any) -> None:
@@ -59,13 +61,20 @@ class RecordingSink:
 
     async def request_mcp_trust(self, params: Any) -> Any:
         """Records the question; unanswered (no scripted answer) it is dismissed."""
+        return await self._trust_question(params, self.trust_questions, self.trust_answers)
+
+    async def request_policy_trust(self, params: Any) -> Any:
+        """Records the question; unanswered (no scripted answer) it is dismissed."""
+        return await self._trust_question(params, self.policy_questions, self.policy_answers)
+
+    async def _trust_question(self, params: Any, questions: list[dict[str, Any]],
+                              answers: list[Any]) -> Any:
         from turnstoned import protocol as p
 
-        self.trust_questions.append(msgspec.to_builtins(params))
-        self.events.append(("mcpServer/requestTrust", msgspec.to_builtins(params)))
+        questions.append(msgspec.to_builtins(params))
+        self.events.append((type(params).method, msgspec.to_builtins(params)))
         self._changed.set()
-        answer = (self.trust_answers.pop(0) if self.trust_answers
-                  else p.McpTrustResponse(decision="dismiss"))
+        answer = answers.pop(0) if answers else p.McpTrustResponse(decision="dismiss")
         if callable(answer):
             return await answer(params)
         return answer
@@ -94,6 +103,29 @@ class RecordingSink:
 @pytest.fixture
 def sink() -> RecordingSink:
     return RecordingSink()
+
+
+@pytest.fixture
+async def make_engine(sink: RecordingSink, model: ScriptedModel,
+                      isolated_home: Path) -> AsyncIterator[Callable[[str], Any]]:
+    """Engines made from a config.toml text (all shut down after the test)."""
+    from turnstoned import config, paths
+    from turnstoned.core.engine import Engine
+    from turnstoned.store import Store
+
+    made: list[Engine] = []
+
+    def make(config_text: str) -> Engine:
+        write_config(isolated_home, config_text)
+        engine = Engine(config.load(), Store(paths.database_file()), sink)
+        engine.start()
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        await engine.shutdown()
+        engine.terminate()
 
 
 @pytest.fixture

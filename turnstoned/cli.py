@@ -95,6 +95,12 @@ def _ask_terminal(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         print(f"\n{item.header}", file=sys.stderr)
         if item.preview and item.preview != item.header:
             print(item.preview, file=sys.stderr)
+        for rated in (item.verdict, item.judge_verdict):
+            if rated is not None:
+                print(f"  {rated.risk} risk ({rated.rule}): {rated.reason}", file=sys.stderr)
+        if item.needs_approval:
+            saves = ", ".join(item.grant_rules) or "nothing (it will ask every time)"
+            print(f"  always saves: {saves}", file=sys.stderr)
     labels = sorted({i.approval_label for i in gated})
     what = labels[0] if len(gated) == 1 else f"{len(gated)} tools ({', '.join(labels)})"
     print(f"Allow {what}? [y/n/a(lways), optional message] ", end="", file=sys.stderr, flush=True)

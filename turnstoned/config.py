@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -124,13 +124,49 @@ class MCPConfig(_Section):
 
 
 class ModelEntry(_Section):
-    """A named model endpoint under ``[models.<alias>]`` (e.g. a reranker)."""
+    """A named model endpoint under ``[models.<alias>]`` (e.g. a reranker, the judge)."""
 
-    base_url: str  # for a reranker: the full endpoint URL (.../rerank)
+    base_url: str  # a reranker: the full endpoint URL (.../rerank); a chat model: its /v1 base
     name: str = ""
     api_key_env: str | None = None
     supports_rerank: bool = False
     max_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
+    context_window: Annotated[int, msgspec.Meta(ge=1024)] = 32768
+
+
+class JudgeConfig(_Section):
+    """The LLM judge: a second verdict on every call that asks (``[judge]``)."""
+
+    enabled: bool = False
+    model: str = ""  # a [models.<alias>] entry; "" = the session's own model
+    timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] = 30.0
+    # Approve a batch unasked when the judge is sure every call is safe (implies enabled).
+    smart_approvals: bool = False
+    confidence_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.95
+
+
+class PolicyRule(_Section):
+    """One tool policy (``[[policies]]`` in config.toml or a workspace's policies.toml).
+
+    Every pattern given must match: ``label`` (a glob over the approval label or the
+    tool's name), ``command`` (over each part of a bash command, as words joined by
+    spaces) and ``path`` (over the paths a call touches; a relative pattern is relative
+    to the workspace, ``*`` crosses directories). The highest ``priority`` wins; on a
+    tie deny beats ask beats allow.
+    """
+
+    action: Literal["allow", "deny", "ask"]
+    label: str = "*"
+    command: str | None = None
+    path: str | None = None
+    priority: int = 0
+    reason: str = ""
+
+
+class PolicyFile(_Section):
+    """A workspace's ``.turnstone/policies.toml``."""
+
+    policies: list[PolicyRule] = []
 
 
 class DaemonConfig(_Section):
@@ -146,6 +182,8 @@ class Config(_Section):
     mcp: MCPConfig = msgspec.field(default_factory=MCPConfig)
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
+    judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    policies: list[PolicyRule] = []
 
 
 _AT = re.compile(r" - at `\$\.?([^`]*)`$")
@@ -167,9 +205,9 @@ def _explain(file: Path, err: msgspec.ValidationError, section: str = "") -> str
     return f"{file}:{where}: {msg[0].lower()}{msg[1:]}" if where else f"{file}: {msg}"
 
 
-def _problems(file: Path, data: dict[str, Any]) -> list[str]:
+def _problems(file: Path, data: dict[str, Any], kind: type[Any] = Config) -> list[str]:
     """Every problem of the file, each once: every key is checked on its own."""
-    sections = {f.encode_name: f.type for f in msgspec.structs.fields(Config)}
+    sections = {f.encode_name: f.type for f in msgspec.structs.fields(kind)}
     problems = []
     for name, value in data.items():
         section = sections.get(name)
@@ -200,15 +238,23 @@ def load(file: Path | None = None) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    return decode(file, raw, Config)
+
+
+T = TypeVar("T")
+
+
+def decode(file: Path, raw: bytes, kind: type[T]) -> T:
+    """A TOML file's bytes as ``kind``; ``ConfigError`` names the file and the key."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
-    problems = _problems(file, data)
+    problems = _problems(file, data, kind)
     if problems:
         raise ConfigError("\n".join(problems))
     try:
-        return msgspec.convert(data, Config)
+        return msgspec.convert(data, kind)
     except msgspec.ValidationError as exc:  # a constraint across keys: reported as one
         raise ConfigError(_explain(file, exc)) from exc
 
@@ -286,3 +332,15 @@ def discovery_target(cfg: ModelConfig) -> tuple[str, str] | None:
         return url, _api_key(cfg)
     except ConfigError:
         return None
+
+
+def resolve_entry(entry: ModelEntry, timeout: float) -> ModelSettings | str:
+    """A ``[models.<alias>]`` chat endpoint as a model to call (e.g. the judge's)."""
+    key = "no-key"
+    if entry.api_key_env:
+        key = os.environ.get(entry.api_key_env) or ""
+        if not key:
+            return f"api_key_env names {entry.api_key_env}, which is not set in the environment."
+    return ModelSettings(name=entry.name or "default", base_url=entry.base_url, api_key=key,
+                         context_window=entry.context_window, supports_vision=False,
+                         max_tokens=None, temperature=0.0, request_timeout=timeout)

@@ -159,6 +159,26 @@ async def mcp_server_trust(get_engine: GetEngine,
     return await get_engine().mcp_trust(params)
 
 
+@handles("grant/list")
+async def grant_list(get_engine: GetEngine, params: p.GrantListParams) -> p.GrantListResult:
+    return get_engine().grant_list(params.session_id)
+
+
+@handles("grant/revoke")
+async def grant_revoke(get_engine: GetEngine, params: p.GrantRevokeParams) -> p.GrantRevokeResult:
+    return get_engine().grant_revoke(params.session_id, params.rule)
+
+
+@handles("policy/list")
+async def policy_list(get_engine: GetEngine, params: p.PolicyListParams) -> p.PolicyListResult:
+    return get_engine().policy_list(params.session_id)
+
+
+@handles("policy/trust")
+async def policy_trust(get_engine: GetEngine, params: p.PolicyTrustParams) -> p.PolicyTrustResult:
+    return get_engine().policy_trust(params)
+
+
 @handles("preview/read")
 async def preview_read(get_engine: GetEngine, params: p.PreviewReadParams) -> p.PreviewReadResult:
     from turnstoned.core import weblink

@@ -20,8 +20,10 @@ PROTOCOL_VERSION = 1
 # decisions, session/usage and trust for project MCP configs; "1.2" adds previews
 # (preview/open, preview/read); "1.3" adds watches (watch/list, watch/cancel), task
 # agents' parentCallId and coordinators' children (parentSessionId); "1.4" adds context
-# compaction (session/compact, session/compacted, ``detail`` on notice items).
-PROTOCOL_REVISION = "1.4"
+# compaction (session/compact, session/compacted, ``detail`` on notice items); "1.5"
+# adds intent verdicts, the judge, smart approvals, tool policies, readable grants and edited
+# arguments.
+PROTOCOL_REVISION = "1.5"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -55,6 +57,7 @@ class ErrorCode(enum.IntEnum):
     FILE_CHANGE_NOT_PENDING = -32020
     PREVIEW_NOT_FOUND = -32021
     WATCH_NOT_FOUND = -32022
+    GRANT_NOT_FOUND = -32023
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -73,6 +76,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
     ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
     ErrorCode.WATCH_NOT_FOUND: "watchNotFound",
+    ErrorCode.GRANT_NOT_FOUND: "grantNotFound",
 }
 
 TurnErrorKind = Literal[
@@ -98,6 +102,12 @@ ResolvedDecision = Literal["approve", "deny", "always", "cancelled", "timeout", 
 TurnStatus = Literal["completed", "interrupted", "failed"]
 SessionStatus = Literal["idle", "running", "closed"]
 FileChangeKind = Literal["create", "modify", "delete"]
+Risk = Literal["low", "medium", "high", "critical"]
+Recommendation = Literal["approve", "review", "deny"]
+# Who judged: the rule table, the LLM judge, or the judge failing (no answer, a timeout,
+# an answer that could not be read: it then recommends review).
+VerdictTier = Literal["heuristic", "llm", "llm_fallback"]
+PolicyAction = Literal["allow", "deny", "ask"]
 # What made the daemon compact a session's context, and what replaced the older part.
 CompactionTrigger = Literal["auto", "overflow", "manual"]
 CompactionMode = Literal["summary", "dropped"]
@@ -134,6 +144,18 @@ class FileChange(Wire, kw_only=True):
     truncated: bool = False
 
 
+class Verdict(Wire, kw_only=True):
+    """How risky a tool call looks, and what to do about it. ``rule`` names the rule of
+    the rule table that matched (``default`` when none did; ``judge`` for the LLM)."""
+
+    risk: Risk
+    recommendation: Recommendation
+    rule: str
+    reason: str
+    tier: VerdictTier = "heuristic"
+    confidence: float = 0.5
+
+
 # ---------------------------------------------------------------- items
 
 
@@ -167,6 +189,15 @@ class ToolCallItem(Wire, kw_only=True, tag="toolCall", tag_field="type"):
     is_error: bool
     effect_status: EffectStatus | None = None
     file_change: FileChange | None = None
+    # For a call that was gated: the rule table's verdict and the judge's (when it ran).
+    verdict: Verdict | None = None
+    judge_verdict: Verdict | None = None
+    # It ran without asking the user: why (a policy, a grant, smart approval, ...).
+    auto_approved: bool = False
+    auto_approve_reason: str | None = None
+    # The user edited the call in the approval: what the model asked for (``arguments``
+    # is what ran).
+    original_arguments: str | None = None
 
 
 class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
@@ -410,6 +441,87 @@ class FileChangeReadResult(Wire, kw_only=True):
     path: str
     old_text: str
     new_text: str
+class GrantListParams(Wire, kw_only=True):
+    session_id: str
+
+
+class GrantInfo(Wire, kw_only=True):
+    """A standing grant: ``rule`` as saved (``bash:git status``, ``bash:@read-only``,
+    ``write@workspace``, a label), what it lets run, and where it comes from."""
+
+    rule: str
+    description: str
+    source: Literal["session", "config"]  # "always" answers, or [tools] auto_approve_tools
+    revocable: bool
+
+
+class GrantListResult(Wire, kw_only=True):
+    grants: list[GrantInfo]
+
+
+class GrantRevokeParams(Wire, kw_only=True):
+    session_id: str
+    rule: str
+
+
+class GrantRevokeResult(Wire, kw_only=True):
+    revoked: bool
+
+
+class PolicyInfo(Wire, kw_only=True):
+    """One tool policy and whether it applies (``active``; ``note`` says why not)."""
+
+    action: PolicyAction
+    label: str = "*"
+    command: str | None = None
+    path: str | None = None
+    priority: int = 0
+    reason: str = ""
+    source: Literal["config", "workspace"]
+    origin: str  # the file it is written in
+    index: int  # its place in that file (1-based)
+    active: bool = True
+    note: str = ""
+
+
+class PolicyFileInfo(Wire, kw_only=True):
+    """A workspace's policies file: its content hash and the user's decision about it."""
+
+    path: str
+    hash: str
+    decision: Literal["trusted", "denied"] | None = None
+    problem: str | None = None  # it could not be read: none of its policies apply
+
+
+class PolicyListParams(Wire, kw_only=True):
+    session_id: str
+
+
+class PolicyListResult(Wire, kw_only=True):
+    """The policies that apply to a session, in the order they are tried."""
+
+    policies: list[PolicyInfo]
+    workspace_file: PolicyFileInfo | None = None
+
+
+class PolicyTrustParams(Wire, kw_only=True):
+    """Name the project by its folder (``workspace``) or its file (``configPath``);
+    ``hash``, when given, must be the content the user saw."""
+
+    workspace: str | None = None
+    config_path: str | None = None
+    trusted: bool
+    hash: str | None = None
+
+
+class PolicyTrustResult(Wire, kw_only=True):
+    workspace: str
+    config_path: str
+    hash: str
+    trusted: bool
+    policies: list[PolicyInfo] = []
+
+
 PreviewKind = Literal["web", "pdf", "image", "table", "text", "markdown"]
 
 
@@ -537,6 +649,16 @@ class ApprovalResolved(Event, kw_only=True):
     # When the answer decided calls one by one: what each asked-about call got.
     calls: dict[str, Decision] = {}
     parent_call_id: str | None = None
+
+
+class ApprovalVerdicts(Event, kw_only=True):
+    """The LLM judge's verdicts for a cycle that was sent with ``judgePending``."""
+
+    session_id: str
+    turn_id: str
+    cycle_id: str
+    verdicts: dict[str, Verdict]
+    parent_call_id: str | None = None  # the cycle of a task agent: see ApprovalResolved
 
 
 class TurnCompleted(Event, kw_only=True):
@@ -670,6 +792,15 @@ class ApprovalRequestItem(Wire, kw_only=True):
     approval_label: str
     error: str | None = None
     file_change: FileChange | None = None
+    verdict: Verdict | None = None
+    judge_verdict: Verdict | None = None
+    auto_approved: bool = False
+    auto_approve_reason: str | None = None
+    # The grant rules an "always" for this call saves (empty: it saves none; the call asks
+    # every time), exactly as grant/list will show them.
+    grant_rules: list[str] = []
+    # The tool policy that made this call ask (``ask`` rules), for the user to see.
+    policy: str | None = None
 
 
 class ApprovalRequestParams(Event, kw_only=True):
@@ -681,11 +812,16 @@ class ApprovalRequestParams(Event, kw_only=True):
     atomic: bool = False
     # Asked by a task agent: the ``task_agent`` call whose agent wants to run these calls.
     parent_call_id: str | None = None
+    # The LLM judge is still rating the calls: approval/verdicts follows.
+    judge_pending: bool = False
 
 
 class CallDecision(Wire, kw_only=True):
     decision: Decision
     feedback: str | None = None
+    # The call's arguments as the user edited them: the call is prepared again with these
+    # and re-checked (policies, verdict, workspace); it runs only if nothing more is needed.
+    arguments: dict[str, Any] | None = None
 
 
 class ApprovalResponse(Wire, kw_only=True):
@@ -721,6 +857,17 @@ class McpTrustRequestParams(Event, kw_only=True):
     hash: str
     servers: list[McpServerPreview]
     previously_trusted: bool = False  # another version of this file was trusted before
+
+
+class PolicyTrustRequestParams(Event, kw_only=True):
+    """A workspace's policies file has ``allow`` rules: may they allow (its deny and ask rules
+    apply whatever the answer)? The answer is an ``McpTrustResponse``."""
+
+    workspace: str
+    config_path: str
+    hash: str
+    policies: list[PolicyInfo]
+    previously_trusted: bool = False
 
 
 class McpTrustResponse(Wire, kw_only=True):
@@ -809,6 +956,14 @@ METHODS: tuple[Method, ...] = (
     _req("watch/list", WatchListParams, WatchListResult,
          "Active watches (commands the daemon polls for a session), the next due first."),
     _req("watch/cancel", WatchCancelParams, WatchCancelResult, "Stop one of a session's watches."),
+    _req("grant/list", GrantListParams, GrantListResult,
+         "A session's standing grants: what each lets run unasked."),
+    _req("grant/revoke", GrantRevokeParams, GrantRevokeResult,
+         "Take back one of a session's grants: its calls ask again."),
+    _req("policy/list", PolicyListParams, PolicyListResult,
+         "The tool policies that apply to a session, in the order they are tried, and why."),
+    _req("policy/trust", PolicyTrustParams, PolicyTrustResult,
+         "Trust (let it allow) or revoke a workspace's .turnstone/policies.toml."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", AgentMessageDelta, "Text of the assistant message (coalesced)."),
@@ -816,6 +971,8 @@ METHODS: tuple[Method, ...] = (
     _note("item/toolCall/outputDelta", ToolOutputDelta, "Streamed tool output (bash)."),
     _note("item/completed", ItemCompleted, "The final state of an item; authoritative."),
     _note("approval/resolved", ApprovalResolved, "An approval cycle ended."),
+    _note("approval/verdicts", ApprovalVerdicts,
+          "The LLM judge's verdicts for a pending approval cycle (judgePending)."),
     _note("turn/completed", TurnCompleted, "The turn ended; authoritative."),
     _note("session/notice", SessionNotice, "A session-level event outside a turn."),
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
@@ -834,6 +991,8 @@ METHODS: tuple[Method, ...] = (
            ApprovalResponse, "Ask the user to approve one cycle of tool calls."),
     Method("mcpServer/requestTrust", "daemon->client", "request", McpTrustRequestParams,
            McpTrustResponse, "Ask whether the servers of a project's .mcp.json may run."),
+    Method("policy/requestTrust", "daemon->client", "request", PolicyTrustRequestParams,
+           McpTrustResponse, "Ask whether a workspace's policies file may allow tool calls."),
 )
 
 METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

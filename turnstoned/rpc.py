@@ -202,13 +202,23 @@ class PyglsSink:
     async def request_mcp_trust(
         self, params: p.McpTrustRequestParams
     ) -> p.McpTrustResponse | None:
+        return await self._ask_trust(params, "mcp-trust")
+
+    async def request_policy_trust(
+        self, params: p.PolicyTrustRequestParams
+    ) -> p.McpTrustResponse | None:
+        return await self._ask_trust(params, "policy-trust")
+
+    async def _ask_trust(self, params: p.Event, prefix: str) -> p.McpTrustResponse | None:
+        """A trust question; an error answer, or none that can be read, trusts nothing."""
+        method = type(params).method
         try:
-            raw = await self._ask(params, "mcp-trust")
+            raw = await self._ask(params, prefix)
         except JsonRpcException as exc:  # e.g. a client without this method: nothing trusted
-            log.info("mcpServer/requestTrust answered with an error: %s", exc)
+            log.info("%s answered with an error: %s", method, exc)
             return None
         try:
             return msgspec.convert(raw, p.McpTrustResponse)
         except msgspec.ValidationError:
-            log.warning("mcpServer/requestTrust answer is not valid: %r", raw)
+            log.warning("%s answer is not valid: %r", method, raw)
             return None

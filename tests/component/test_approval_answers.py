@@ -141,8 +141,8 @@ async def test_always_for_one_call_grants_only_its_label(
     sink.answers.append(answer)
     sid = start(engine, tmp_path)
     await run(engine, sink, sid, "go")
-    assert engine.get(sid).policy.grants == {"bash"}
-    assert engine.store.get_session(sid).grants == ("bash",)  # type: ignore[union-attr]
+    assert engine.get(sid).policy.grants == {"bash:@read-only"}
+    assert engine.store.get_session(sid).grants == ("bash:@read-only",)  # type: ignore[union-attr]
     assert len(sink.approvals) == 1  # the second bash call ran without asking
     assert [i["status"] for i in completed_tools(sink)] == ["completed"] * 3
     feedback = model.requests[1]["messages"][-1]

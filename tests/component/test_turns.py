@@ -158,7 +158,8 @@ async def test_always_grants_persist(engine: Engine, sink: RecordingSink, model:
     sid = start(engine, tmp_path)
     await run(engine, sink, sid, "go")
     assert len(sink.approvals) == 1
-    assert engine.store.get_session(sid).grants == ("bash",)
+    # "always" for a read-only command saves the read-only rule, never all of bash
+    assert engine.store.get_session(sid).grants == ("bash:@read-only",)
 
 
 async def test_skip_permissions_from_config(sink: RecordingSink, model: ScriptedModel,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.core import approvals
-from turnstoned.tools.base import PreparedCall
+from turnstoned.tools.base import PreparedCall, SessionEnv
 
 
 class AnsweringSink:
@@ -53,9 +54,18 @@ def test_always_on_an_ungrantable_call_saves_no_grant_for_it() -> None:
     saved: list[set[str]] = []
     policy = approvals.ApprovalPolicy(on_grant=lambda g: saved.append(set(g)))
     sink = AnsweringSink("always")
-    verdict = _decide(sink, policy, [_call("c1", "bash"), _call("c2", "write_file", False)])
+    verdict = _decide(sink, policy, [_call("c1", "web_fetch"), _call("c2", "write_file", False)])
     assert verdict.approved
-    assert policy.grants == {"bash"} and saved == [{"bash"}]
+    assert policy.grants == {"web_fetch"} and saved == [{"web_fetch"}]
+
+
+def _settle(answer: p.ApprovalResponse, calls: list[PreparedCall], atomic: bool,
+            policy: approvals.ApprovalPolicy) -> tuple[approvals.Verdict, dict[str, str]]:
+    gate = approvals.Gate(AnsweringSink("deny"), policy, "s", "t",  # type: ignore[arg-type]
+                          SessionEnv(session_id="s", kind="interactive", cwd=Path.cwd()), calls)
+    verdict = approvals.Verdict()
+    per_call = approvals.settle(answer, calls, atomic, gate, verdict)
+    return verdict, dict(per_call)
 
 
 def _answer(decision: str, feedback: str | None = None,
@@ -66,15 +76,15 @@ def _answer(decision: str, feedback: str | None = None,
 
 def test_per_call_always_on_an_ungrantable_call_runs_it_and_grants_nothing() -> None:
     policy = approvals.ApprovalPolicy()
-    verdict, per_call = approvals.settle(
+    verdict, per_call = _settle(
         _answer("deny", c1=("always", None), c2=("always", None)),
-        [_call("c1", "bash"), _call("c2", "write_file", grantable=False)], False, policy)
-    assert verdict.approved and policy.grants == {"bash"}
+        [_call("c1", "web_fetch"), _call("c2", "write_file", grantable=False)], False, policy)
+    assert verdict.approved and policy.grants == {"web_fetch"}
     assert per_call == {"c1": "always", "c2": "always"}
 
 
 def test_calls_not_named_take_the_cycle_decision_and_feedback() -> None:
-    verdict, _ = approvals.settle(
+    verdict, _ = _settle(
         _answer("deny", "cycle says no", c1=("approve", "ok, this one")),
         [_call("c1", "bash"), _call("c2", "bash")], False, approvals.ApprovalPolicy())
     assert verdict.denied == {"c2": "Denied by user: cycle says no"}
@@ -82,7 +92,7 @@ def test_calls_not_named_take_the_cycle_decision_and_feedback() -> None:
 
 
 def test_an_answer_naming_unknown_calls_decides_only_its_own() -> None:
-    verdict, per_call = approvals.settle(
+    verdict, per_call = _settle(
         _answer("approve", ghost=("deny", None)), [_call("c1", "bash")], False,
         approvals.ApprovalPolicy())
     assert verdict.approved and per_call == {"c1": "approve"}
@@ -90,7 +100,7 @@ def test_an_answer_naming_unknown_calls_decides_only_its_own() -> None:
 
 def test_a_split_answer_to_an_atomic_cycle_denies_all_and_grants_nothing() -> None:
     policy = approvals.ApprovalPolicy()
-    verdict, per_call = approvals.settle(
+    verdict, per_call = _settle(
         _answer("always", c2=("deny", None)), [_call("c1", "edit_file"), _call("c2", "edit_file")],
         True, policy)
     assert set(verdict.denied) == {"c1", "c2"} and verdict.decision == "deny"

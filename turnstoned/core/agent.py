@@ -61,7 +61,8 @@ answer them."""
 LIMIT_NOTE = ("You have reached the tool-call limit for this task. Give your complete final "
               "response now, without calling tools.")
 RESULT_CAP = 16_000  # characters of one tool result the agent reads
-NESTED = (p.ItemStarted, p.ItemCompleted, p.ItemDelta, p.ToolOutputDelta, p.ApprovalResolved)
+NESTED = (p.ItemStarted, p.ItemCompleted, p.ItemDelta, p.ToolOutputDelta, p.ApprovalResolved,
+          p.ApprovalVerdicts)
 
 
 class NestedSink:
@@ -84,6 +85,10 @@ class NestedSink:
     async def request_mcp_trust(self, params: p.McpTrustRequestParams
                                 ) -> p.McpTrustResponse | None:
         return await self.parent.request_mcp_trust(params)
+
+    async def request_policy_trust(self, params: p.PolicyTrustRequestParams
+                                   ) -> p.McpTrustResponse | None:
+        return await self.parent.request_policy_trust(params)
 
 
 class _Refused:

@@ -16,7 +16,7 @@ from pathlib import Path
 from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
-from turnstoned.core import mcplink, weblink
+from turnstoned.core import approvallink, grants, mcplink, weblink
 from turnstoned.core import messages as m
 from turnstoned.core.agent import AgentHost
 from turnstoned.core.approvals import ApprovalPolicy
@@ -60,6 +60,8 @@ class Engine:
         weblink.attach(self, config)
         self.watches = WatchDesk(self)
         self.services.watches_changed = self.watches.runner.poke
+        self.policies = approvallink.make_book(config, store, sink)
+        self.judge = approvallink.make_judge(self)
         self._closed = False
 
     def start(self) -> None:
@@ -97,14 +99,18 @@ class Engine:
             persisted=dict(row.state), services=self.services,
             save_persisted=lambda state: store.update_session(row.id, state=state),
         )
+        workspace = (env.workspace or env.cwd).resolve()
         policy = ApprovalPolicy(
             skip_permissions=row.skip_permissions or self.config.tools.skip_permissions,
-            grants=set(row.grants), configured=frozenset(self.config.tools.auto_approve_tools),
+            grants=grants.load(row.grants),
+            configured=frozenset(self.config.tools.auto_approve_tools),
             timeout=self.config.tools.approval_timeout_seconds,
-            on_grant=lambda grants: store.update_session(row.id, grants=sorted(grants)),
+            on_grant=lambda saved: store.update_session(row.id, grants=sorted(saved)),
+            policies=lambda: self.policies.policies(workspace)[0], judge=self.judge,
         )
         session = Session(row, store, env, policy)
         self.projects.open(env.workspace or env.cwd)
+        self.policies.open(workspace)
         t = self.config.tools
         session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
                                         max_results=t.search_max_results,
@@ -385,6 +391,18 @@ class Engine:
     async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
         return await mcplink.set_trust(self.projects, params)
 
+    def grant_list(self, session_id: str) -> p.GrantListResult:
+        return approvallink.grant_list(self.get(session_id))
+
+    def grant_revoke(self, session_id: str, rule: str) -> p.GrantRevokeResult:
+        return approvallink.grant_revoke(self.get(session_id), rule)
+
+    def policy_list(self, session_id: str) -> p.PolicyListResult:
+        return self.policies.listing(approvallink.workspace_of(self.get(session_id)))
+
+    def policy_trust(self, params: p.PolicyTrustParams) -> p.PolicyTrustResult:
+        return approvallink.policy_trust(self.policies, params)
+
     async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
         try:
             changes = await self.mcp.refresh(name)
@@ -399,6 +417,7 @@ class Engine:
         self._closed = True
         await self.watches.runner.close()
         await self.projects.close()
+        await self.policies.close()
         await self.mcp.close()
         await weblink.close(self)
         for session in list(self.sessions.values()):

@@ -23,6 +23,12 @@ class EventSink(Protocol):
     ) -> p.McpTrustResponse | None:
         """Ask whether a project's MCP servers may run; None when the client gave no answer."""
 
+    async def request_policy_trust(
+        self, params: p.PolicyTrustRequestParams
+    ) -> p.McpTrustResponse | None:
+        """Ask whether a workspace's policies file may allow; None when the client gave no
+        answer."""
+
 
 class Coalescer:
     """Batches small text deltas into fewer notifications.

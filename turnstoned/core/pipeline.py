@@ -23,13 +23,15 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.core import approvals
 from turnstoned.core import messages as m
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.arguments import is_object, parse_arguments, unknown_tool_text
+from turnstoned.core.edits import edit_note
 from turnstoned.core.events import Coalescer, EventSink
 from turnstoned.core.results import Budget, GuardSettings, RepeatDetector, guard_output
 from turnstoned.llm.types import RawToolCall
@@ -144,8 +146,17 @@ def call_item(c: PreparedCall, status: p.ToolStatus, out: ToolOutput | None = No
         preview=c.preview, needs_approval=c.needs_approval and not c.error, status=status,
         output=out.text() if out else None, is_error=out.is_error if out else False,
         effect_status=out.effect_status if out else None,
-        file_change=c.file_change_info(),
+        file_change=c.file_change_info(), verdict=c.verdict, judge_verdict=c.judge_verdict,
+        auto_approved=c.auto_approved is not None, auto_approve_reason=c.auto_approved,
+        original_arguments=c.original_arguments,
     )
+
+
+def _noted(out: ToolOutput, note: str) -> ToolOutput:
+    """``out`` with ``note`` before its content."""
+    if isinstance(out.content, str):
+        return replace(out, content=note + out.content)
+    return replace(out, content=[{"type": "text", "text": note}, *out.content])
 
 
 class Batch:
@@ -193,13 +204,20 @@ class Batch:
         """Phases 2-4: approve, execute what may run, fold every result."""
         setup = self.setup
         verdict = await approvals.decide(setup.sink, setup.policy, setup.env.session_id,
-                                         setup.turn_id, self.calls)
+                                         setup.turn_id, self.calls, setup.env, self._reprepare)
+        self.calls = [verdict.replaced.get(c.call_id, c) for c in self.calls]
         denied = {c.call_id: Outcome(c, ToolOutput(verdict.denied[c.call_id], True, "none"),
                                      "declined")
                   for c in self.calls if c.call_id in verdict.denied}
         outcomes = await self._execute([c for c in self.calls if c.call_id not in denied])
         by_id = {o.call.call_id: o for o in outcomes} | denied
         return self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
+
+    def _reprepare(self, call: PreparedCall, arguments: dict[str, Any]) -> PreparedCall:
+        """``call`` prepared again with arguments the user edited (same ids)."""
+        raw = RawToolCall(id=call.model_id, name=call.tool, arguments=json.dumps(arguments))
+        ctx = ToolContext(env=self.setup.env, call_id=call.call_id, cancel=self.setup.cancel)
+        return prepare_one(raw, self.handles.get(call.tool), sorted(self.handles), ctx)
 
     async def _execute(self, calls: list[PreparedCall]) -> list[Outcome]:
         """Phase 3: run the approved calls (errors pass through), results in model order."""
@@ -258,6 +276,8 @@ class Batch:
         folded = Folded(messages=[], items=[], feedback=feedback)
         for o in outcomes:
             out = o.output
+            if o.call.original_arguments is not None:
+                out = _noted(out, edit_note(o.call))
             if self.setup.repeats.see(o.call.tool, o.call.arguments):
                 out = self.setup.repeats.mark(out)
             out, advisory = guard_output(f"{o.call.tool} ({o.call.model_id})", budget.fit(out),

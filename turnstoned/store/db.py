@@ -10,8 +10,9 @@ stay where they are (``session/resume`` shows them, ``recall`` finds them).
 Message bodies are stored as JSON produced by the caller; the store reads them
 only for the role, the id a compaction names, and the text it indexes for
 ``recall`` (full-text search, in the same transaction).
-Memories (``memory``), decisions about project MCP configs (``trust``), watches
-(``watches``) and coordinators' task lists (``tasks``) live in the same file.
+Memories (``memory``), decisions about a project's own config files (``trust``:
+its ``.mcp.json`` and its policies), watches (``watches``) and coordinators' task
+lists (``tasks``) live in the same file.
 """
 
 from __future__ import annotations

@@ -85,10 +85,11 @@ def credential_roots() -> tuple[str, ...]:
     return _credential_roots(str(Path.home()), str(paths.config_dir()), str(paths.data_dir()))
 
 
-def is_credential(real: str) -> bool:
-    """True when the real path ``real`` lies in a credential store."""
+def is_credential(real: str, roots: tuple[str, ...] | None = None) -> bool:
+    """True when the real path ``real`` lies in a credential store (``roots``: the
+    stores as ``credential_roots`` gave them, when the caller has them already)."""
     return bool(_PROC_SECRETS.fullmatch(real)) or any(
-        within(real, root) for root in credential_roots()
+        within(real, root) for root in (roots or credential_roots())
     )
 
 

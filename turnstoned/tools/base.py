@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind
+from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind, Verdict
 
 if TYPE_CHECKING:
     from turnstoned.config import NotifyConfig
@@ -92,6 +92,11 @@ class PreparedCall:
     model_id: str = ""  # the id the model gave the call (unique within its reply)
     tool: str = ""
     arguments: str = "{}"  # repaired JSON text, safe to send back to the model
+    # Filled in by the approval gate (for calls that needed approval):
+    verdict: Verdict | None = None  # the intent rule table's
+    judge_verdict: Verdict | None = None  # the LLM judge's, when it ran
+    auto_approved: str | None = None  # why it ran without asking the user
+    original_arguments: str | None = None  # the model's, when the user edited the call
 
     @property
     def label(self) -> str:

@@ -3,11 +3,18 @@ import type { CancelToken } from "./connection";
 import { Emitter } from "./events";
 import type { ApprovalRequestItem, ApprovalRequestParams, ApprovalResolved, ApprovalResponse, Decision } from "./protocol";
 
+/** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
+export interface CallAnswer {
+  decision: Decision;
+  feedback?: string;
+  arguments?: Record<string, unknown>;
+}
+
 /** What the user answered for one cycle (`calls` decides single calls, when the daemon allows). */
 export interface ApprovalAnswer {
   decision: Decision;
   feedback?: string;
-  calls?: Record<string, { decision: Decision; feedback?: string }>;
+  calls?: Record<string, CallAnswer>;
 }
 
 /** Why a pending cycle stopped being pending. */
@@ -22,7 +29,7 @@ interface Pending {
   params: ApprovalRequestParams;
   resolve: (response: ApprovalResponse) => void;
   /** Calls decided one by one so far (sent once every asked-about call has one). */
-  calls: Record<string, { decision: Decision; feedback?: string }>;
+  calls: Record<string, CallAnswer>;
 }
 
 /** Build the wire response for an answer; feedback is sent only when there is some. */
@@ -34,7 +41,7 @@ export function toResponse(answer: ApprovalAnswer): ApprovalResponse {
   if (calls.length) {
     response.calls = Object.fromEntries(calls.map(([callId, c]) => {
       const f = c.feedback?.trim();
-      return [callId, f ? { decision: c.decision, feedback: f } : { decision: c.decision }];
+      return [callId, { decision: c.decision, ...(f ? { feedback: f } : {}), ...(c.arguments ? { arguments: c.arguments } : {}) }];
     }));
   }
   return response;
@@ -83,10 +90,10 @@ export class ApprovalBroker {
    * Decide one call of a cycle; the answer goes out once every asked-about call is decided
    * (each by its own entry in `calls`). False when the cycle is no longer pending.
    */
-  decideCall(cycleId: string, callId: string, decision: Decision, feedback?: string): boolean {
+  decideCall(cycleId: string, callId: string, decision: Decision, feedback?: string, args?: Record<string, unknown>): boolean {
     const pending = this.pendingCycles.get(cycleId);
     if (!pending) return false;
-    pending.calls[callId] = feedback ? { decision, feedback } : { decision };
+    pending.calls[callId] = { decision, ...(feedback ? { feedback } : {}), ...(args ? { arguments: args } : {}) };
     this.changes.fire({ kind: "callDecided", sessionId: pending.params.sessionId, cycleId, callId, decision });
     const gated = gatedItems(pending.params).map((i) => i.callId);
     if (gated.every((id) => pending.calls[id])) {

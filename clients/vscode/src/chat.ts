@@ -6,7 +6,7 @@ import type { Attachment, FromWebview, ToWebview } from "./chat/messages";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
 import type { ChatView, Folder, Host } from "./host";
-import type { ApprovalRequestParams, Item } from "./protocol";
+import type { ApprovalRequestItem, ApprovalRequestParams, Item, Verdict } from "./protocol";
 import { ErrorKind } from "./protocol";
 
 const SESSION_KEY = "turnstoned.session:";
@@ -20,6 +20,21 @@ export interface ChatHooks {
   openPreview(sessionId: string, previewId: string): Promise<void>;
   /** A session's title for a prompt ("" when unknown). */
   sessionTitle(sessionId: string): Promise<string>;
+}
+
+/** The riskiest rated call of a cycle, for a notification: " (high risk: deletes files …)". */
+export function riskNote(items: ApprovalRequestItem[]): string {
+  const order = ["low", "medium", "high", "critical"];
+  const rated = items.map((i) => i.verdict).filter((v): v is Verdict => Boolean(v));
+  const worst = rated.sort((a, b) => order.indexOf(b.risk) - order.indexOf(a.risk))[0];
+  return worst ? ` (${worst.risk} risk: ${worst.reason})` : "";
+}
+
+/** The "always" choice of a notification: the rules it saves, or none when a call saves none. */
+export function alwaysChoice(items: ApprovalRequestItem[]): string | null {
+  if (items.some((i) => i.grantRules !== undefined && i.grantRules.length === 0)) return null;
+  if (items.every((i) => i.grantRules === undefined)) return `Always allow ${[...new Set(items.map((i) => i.approvalLabel))].join(", ")}`;
+  return `Always allow ${[...new Set(items.flatMap((i) => i.grantRules ?? [i.approvalLabel]))].join(", ")}`;
 }
 
 export class ChatController {
@@ -75,7 +90,7 @@ export class ChatController {
     this.post({ type: "daemon", state: s.state === "stopped" && !s.problem ? "starting" : s.state });
     const client = await this.daemon.ready();
     const status = this.daemon.status;
-    this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false }) });
+    this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false, editArguments: false }) });
     if (!client || !this.sessionId) {
       this.clearPage();
       return;
@@ -215,7 +230,7 @@ export class ChatController {
       case "send": await this.send(message.text); break;
       case "interrupt": await this.interrupt(); break;
       case "answer": this.broker.answer(message.cycleId, message.answer); break;
-      case "decideCall": this.broker.decideCall(message.cycleId, message.callId, message.decision, message.feedback); break;
+      case "decideCall": this.broker.decideCall(message.cycleId, message.callId, message.decision, message.feedback, message.arguments); break;
       case "review": if (this.sessionId) await this.hooks.review(this.sessionId, message.callId); break;
       case "copy": await this.host.copy(message.text); break;
       case "insert":
@@ -255,8 +270,9 @@ export class ChatController {
   private async notify(cycle: ApprovalRequestParams): Promise<void> {
     const gated = gatedItems(cycle);
     const what = gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`;
-    const labels = [...new Set(gated.map((i) => i.approvalLabel))].join(", ");
-    const choice = await this.host.warn(`${this.asker(cycle)} asks to run ${what}${await this.where(cycle.sessionId)}`, "Approve", `Always allow ${labels}`, "Deny…", "Show in Chat");
+    const always = alwaysChoice(gated);
+    const choices = ["Approve", ...(always ? [always] : []), "Deny…", "Show in Chat"];
+    const choice = await this.host.warn(`${this.asker(cycle)} asks to run ${what}${riskNote(gated)}${await this.where(cycle.sessionId)}`, ...choices);
     if (choice === "Approve") this.broker.answer(cycle.cycleId, { decision: "approve" });
     else if (choice?.startsWith("Always")) this.broker.answer(cycle.cycleId, { decision: "always" });
     else if (choice === "Deny…") {

@@ -38,6 +38,7 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.itemToolCallOutputDelta,
   Method.itemCompleted,
   Method.approvalResolved,
+  Method.approvalVerdicts,
   Method.turnCompleted,
   Method.sessionNotice,
   Method.sessionUsage,
@@ -55,6 +56,8 @@ export interface DaemonFeatures {
   watches: boolean;
   /** `session/compact` (1.4). */
   compaction: boolean;
+  /** `arguments` in a per-call decision: the user edits a call before it runs (1.5). */
+  editArguments: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -65,7 +68,7 @@ function revisionAtLeast(revision: string | undefined, wanted: string): boolean 
 
 export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
   const v11 = revisionAtLeast(health.protocolRevision, "1.1");
-  return { perCallDecisions: v11, editReview: v11, watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4") };
+  return { perCallDecisions: v11, editReview: v11, editArguments: revisionAtLeast(health.protocolRevision, "1.5"), watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4") };
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.4";
+export const PROTOCOL_REVISION = "1.5";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -30,6 +30,12 @@ export interface ApprovalRequestItem {
   approvalLabel: string;
   error?: string | null;
   fileChange?: FileChange | null;
+  verdict?: Verdict | null;
+  judgeVerdict?: Verdict | null;
+  autoApproved?: boolean;
+  autoApproveReason?: string | null;
+  grantRules?: string[];
+  policy?: string | null;
 }
 
 export interface ApprovalRequestParams {
@@ -39,6 +45,7 @@ export interface ApprovalRequestParams {
   items: ApprovalRequestItem[];
   atomic?: boolean;
   parentCallId?: string | null;
+  judgePending?: boolean;
 }
 
 export interface ApprovalResolved {
@@ -60,9 +67,21 @@ export interface ApprovalResponse {
   calls?: { [key: string]: CallDecision };
 }
 
+/**
+ * The LLM judge's verdicts for a cycle that was sent with ``judgePending``.
+ */
+export interface ApprovalVerdicts {
+  sessionId: string;
+  turnId: string;
+  cycleId: string;
+  verdicts: { [key: string]: Verdict };
+  parentCallId?: string | null;
+}
+
 export interface CallDecision {
   decision: "always" | "approve" | "deny";
   feedback?: string | null;
+  arguments?: { [key: string]: unknown } | null;
 }
 
 /**
@@ -120,6 +139,34 @@ export interface FileChangeReadResult {
   path: string;
   oldText: string;
   newText: string;
+}
+
+/**
+ * A standing grant: ``rule`` as saved (``bash:git status``, ``bash:@read-only``,
+ * ``write@workspace``, a label), what it lets run, and where it comes from.
+ */
+export interface GrantInfo {
+  rule: string;
+  description: string;
+  source: "config" | "session";
+  revocable: boolean;
+}
+
+export interface GrantListParams {
+  sessionId: string;
+}
+
+export interface GrantListResult {
+  grants: GrantInfo[];
+}
+
+export interface GrantRevokeParams {
+  sessionId: string;
+  rule: string;
+}
+
+export interface GrantRevokeResult {
+  revoked: boolean;
 }
 
 /**
@@ -306,6 +353,76 @@ export interface NoticeItem {
   kind: string;
   text: string;
   detail?: string | null;
+}
+
+/**
+ * A workspace's policies file: its content hash and the user's decision about it.
+ */
+export interface PolicyFileInfo {
+  path: string;
+  hash: string;
+  decision?: "denied" | "trusted" | null;
+  problem?: string | null;
+}
+
+/**
+ * One tool policy and whether it applies (``active``; ``note`` says why not).
+ */
+export interface PolicyInfo {
+  action: "allow" | "ask" | "deny";
+  label?: string;
+  command?: string | null;
+  path?: string | null;
+  priority?: number;
+  reason?: string;
+  source: "config" | "workspace";
+  origin: string;
+  index: number;
+  active?: boolean;
+  note?: string;
+}
+
+export interface PolicyListParams {
+  sessionId: string;
+}
+
+/**
+ * The policies that apply to a session, in the order they are tried.
+ */
+export interface PolicyListResult {
+  policies: PolicyInfo[];
+  workspaceFile?: PolicyFileInfo | null;
+}
+
+/**
+ * Name the project by its folder (``workspace``) or its file (``configPath``);
+ * ``hash``, when given, must be the content the user saw.
+ */
+export interface PolicyTrustParams {
+  workspace?: string | null;
+  configPath?: string | null;
+  trusted: boolean;
+  hash?: string | null;
+}
+
+/**
+ * A workspace's policies file has ``allow`` rules: may they allow (its deny and ask rules
+ * apply whatever the answer)? The answer is an ``McpTrustResponse``.
+ */
+export interface PolicyTrustRequestParams {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  policies: PolicyInfo[];
+  previouslyTrusted?: boolean;
+}
+
+export interface PolicyTrustResult {
+  workspace: string;
+  configPath: string;
+  hash: string;
+  trusted: boolean;
+  policies?: PolicyInfo[];
 }
 
 /**
@@ -509,6 +626,11 @@ export interface ToolCallItem {
   isError: boolean;
   effectStatus?: "none" | "partial" | "rolled_back" | "unknown" | null;
   fileChange?: FileChange | null;
+  verdict?: Verdict | null;
+  judgeVerdict?: Verdict | null;
+  autoApproved?: boolean;
+  autoApproveReason?: string | null;
+  originalArguments?: string | null;
 }
 
 export interface ToolInfo {
@@ -590,6 +712,19 @@ export interface UserMessageItem {
 }
 
 /**
+ * How risky a tool call looks, and what to do about it. ``rule`` names the rule of
+ * the rule table that matched (``default`` when none did; ``judge`` for the LLM).
+ */
+export interface Verdict {
+  risk: "critical" | "high" | "low" | "medium";
+  recommendation: "approve" | "deny" | "review";
+  rule: string;
+  reason: string;
+  tier?: "heuristic" | "llm" | "llm_fallback";
+  confidence?: number;
+}
+
+/**
  * ``name`` is the watch's name or a prefix (4 or more characters) of its id.
  */
 export interface WatchCancelParams {
@@ -642,6 +777,10 @@ export type ResolvedDecision = "always" | "approve" | "auto" | "cancelled" | "de
 export type TurnStatus = "completed" | "failed" | "interrupted";
 export type SessionStatus = "closed" | "idle" | "running";
 export type FileChangeKind = "create" | "delete" | "modify";
+export type Risk = "critical" | "high" | "low" | "medium";
+export type Recommendation = "approve" | "deny" | "review";
+export type VerdictTier = "heuristic" | "llm" | "llm_fallback";
+export type PolicyAction = "allow" | "ask" | "deny";
 export type CompactionTrigger = "auto" | "manual" | "overflow";
 export type CompactionMode = "dropped" | "summary";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
@@ -676,6 +815,10 @@ export const Method = {
   previewRead: "preview/read",
   watchList: "watch/list",
   watchCancel: "watch/cancel",
+  grantList: "grant/list",
+  grantRevoke: "grant/revoke",
+  policyList: "policy/list",
+  policyTrust: "policy/trust",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -683,6 +826,7 @@ export const Method = {
   itemToolCallOutputDelta: "item/toolCall/outputDelta",
   itemCompleted: "item/completed",
   approvalResolved: "approval/resolved",
+  approvalVerdicts: "approval/verdicts",
   turnCompleted: "turn/completed",
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
@@ -693,6 +837,7 @@ export const Method = {
   windowShowMessage: "window/showMessage",
   itemToolRequestApproval: "item/tool/requestApproval",
   mcpServerRequestTrust: "mcpServer/requestTrust",
+  policyRequestTrust: "policy/requestTrust",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -717,6 +862,10 @@ export interface ClientRequests {
   "preview/read": { params: PreviewReadParams; result: PreviewReadResult };
   "watch/list": { params: WatchListParams; result: WatchListResult };
   "watch/cancel": { params: WatchCancelParams; result: WatchCancelResult };
+  "grant/list": { params: GrantListParams; result: GrantListResult };
+  "grant/revoke": { params: GrantRevokeParams; result: GrantRevokeResult };
+  "policy/list": { params: PolicyListParams; result: PolicyListResult };
+  "policy/trust": { params: PolicyTrustParams; result: PolicyTrustResult };
 }
 
 /** Notifications the daemon sends. */
@@ -728,6 +877,7 @@ export interface DaemonNotifications {
   "item/toolCall/outputDelta": ToolOutputDelta;
   "item/completed": ItemCompleted;
   "approval/resolved": ApprovalResolved;
+  "approval/verdicts": ApprovalVerdicts;
   "turn/completed": TurnCompleted;
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
@@ -740,6 +890,7 @@ export interface DaemonNotifications {
 export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
   "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
+  "policy/requestTrust": { params: PolicyTrustRequestParams; result: McpTrustResponse };
 }
 
 /** Notifications a client sends. */
@@ -777,6 +928,7 @@ export const ErrorCode = {
   FILE_CHANGE_NOT_PENDING: -32020,
   PREVIEW_NOT_FOUND: -32021,
   WATCH_NOT_FOUND: -32022,
+  GRANT_NOT_FOUND: -32023,
 } as const;
 
 export const ErrorKind = {
@@ -795,4 +947,5 @@ export const ErrorKind = {
   FILE_CHANGE_NOT_PENDING: "fileChangeNotPending",
   PREVIEW_NOT_FOUND: "previewNotFound",
   WATCH_NOT_FOUND: "watchNotFound",
+  GRANT_NOT_FOUND: "grantNotFound",
 } as const;

@@ -22,6 +22,12 @@
 ---@field approvalLabel string
 ---@field error? string|nil
 ---@field fileChange? turnstoned.FileChange|nil
+---@field verdict? turnstoned.Verdict|nil
+---@field judgeVerdict? turnstoned.Verdict|nil
+---@field autoApproved? boolean
+---@field autoApproveReason? string|nil
+---@field grantRules? string[]
+---@field policy? string|nil
 
 ---@class turnstoned.ApprovalRequestParams
 ---@field sessionId string
@@ -30,6 +36,7 @@
 ---@field items turnstoned.ApprovalRequestItem[]
 ---@field atomic? boolean
 ---@field parentCallId? string|nil
+---@field judgePending? boolean
 
 ---@class turnstoned.ApprovalResolved
 ---@field sessionId string
@@ -45,9 +52,17 @@
 ---@field feedback? string|nil
 ---@field calls? table<string, turnstoned.CallDecision>
 
+---@class turnstoned.ApprovalVerdicts The LLM judge's verdicts for a cycle that was sent with ``judgePending``.
+---@field sessionId string
+---@field turnId string
+---@field cycleId string
+---@field verdicts table<string, turnstoned.Verdict>
+---@field parentCallId? string|nil
+
 ---@class turnstoned.CallDecision
 ---@field decision 'always'|'approve'|'deny'
 ---@field feedback? string|nil
+---@field arguments? table|nil
 
 ---@class turnstoned.CancelParams The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
 ---@field id integer|string
@@ -85,6 +100,25 @@
 ---@field path string
 ---@field oldText string
 ---@field newText string
+
+---@class turnstoned.GrantInfo A standing grant: ``rule`` as saved (``bash:git status``, ``bash:@read-only``, ``write@workspace``, a label), what it lets run, and where it comes from.
+---@field rule string
+---@field description string
+---@field source 'config'|'session'
+---@field revocable boolean
+
+---@class turnstoned.GrantListParams
+---@field sessionId string
+
+---@class turnstoned.GrantListResult
+---@field grants turnstoned.GrantInfo[]
+
+---@class turnstoned.GrantRevokeParams
+---@field sessionId string
+---@field rule string
+
+---@class turnstoned.GrantRevokeResult
+---@field revoked boolean
 
 ---@class turnstoned.InitializeParams LSP's ``initialize`` params. The daemon reads none of them: sessions get their directories from ``session/start``. Other LSP fields are accepted and ignored.
 ---@field processId? integer|nil
@@ -212,6 +246,52 @@
 ---@field kind string
 ---@field text string
 ---@field detail? string|nil
+
+---@class turnstoned.PolicyFileInfo A workspace's policies file: its content hash and the user's decision about it.
+---@field path string
+---@field hash string
+---@field decision? 'denied'|'trusted'|nil
+---@field problem? string|nil
+
+---@class turnstoned.PolicyInfo One tool policy and whether it applies (``active``; ``note`` says why not).
+---@field action 'allow'|'ask'|'deny'
+---@field label? string
+---@field command? string|nil
+---@field path? string|nil
+---@field priority? integer
+---@field reason? string
+---@field source 'config'|'workspace'
+---@field origin string
+---@field index integer
+---@field active? boolean
+---@field note? string
+
+---@class turnstoned.PolicyListParams
+---@field sessionId string
+
+---@class turnstoned.PolicyListResult The policies that apply to a session, in the order they are tried.
+---@field policies turnstoned.PolicyInfo[]
+---@field workspaceFile? turnstoned.PolicyFileInfo|nil
+
+---@class turnstoned.PolicyTrustParams Name the project by its folder (``workspace``) or its file (``configPath``); ``hash``, when given, must be the content the user saw.
+---@field workspace? string|nil
+---@field configPath? string|nil
+---@field trusted boolean
+---@field hash? string|nil
+
+---@class turnstoned.PolicyTrustRequestParams A workspace's policies file has ``allow`` rules: may they allow (its deny and ask rules apply whatever the answer)? The answer is an ``McpTrustResponse``.
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field policies turnstoned.PolicyInfo[]
+---@field previouslyTrusted? boolean
+
+---@class turnstoned.PolicyTrustResult
+---@field workspace string
+---@field configPath string
+---@field hash string
+---@field trusted boolean
+---@field policies? turnstoned.PolicyInfo[]
 
 ---@class turnstoned.PreviewOpen The model opened a preview: show it beside the conversation (bytes via preview/read).
 ---@field sessionId string
@@ -362,6 +442,11 @@
 ---@field isError boolean
 ---@field effectStatus? 'none'|'partial'|'rolled_back'|'unknown'|nil
 ---@field fileChange? turnstoned.FileChange|nil
+---@field verdict? turnstoned.Verdict|nil
+---@field judgeVerdict? turnstoned.Verdict|nil
+---@field autoApproved? boolean
+---@field autoApproveReason? string|nil
+---@field originalArguments? string|nil
 
 ---@class turnstoned.ToolInfo
 ---@field name string
@@ -428,6 +513,14 @@
 ---@field text string
 ---@field queued? boolean
 
+---@class turnstoned.Verdict How risky a tool call looks, and what to do about it. ``rule`` names the rule of the rule table that matched (``default`` when none did; ``judge`` for the LLM).
+---@field risk 'critical'|'high'|'low'|'medium'
+---@field recommendation 'approve'|'deny'|'review'
+---@field rule string
+---@field reason string
+---@field tier? 'heuristic'|'llm'|'llm_fallback'
+---@field confidence? number
+
 ---@class turnstoned.WatchCancelParams ``name`` is the watch's name or a prefix (4 or more characters) of its id.
 ---@field sessionId string
 ---@field name string
@@ -467,6 +560,10 @@
 ---@alias turnstoned.TurnStatus 'completed'|'failed'|'interrupted'
 ---@alias turnstoned.SessionStatus 'closed'|'idle'|'running'
 ---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
+---@alias turnstoned.Risk 'critical'|'high'|'low'|'medium'
+---@alias turnstoned.Recommendation 'approve'|'deny'|'review'
+---@alias turnstoned.VerdictTier 'heuristic'|'llm'|'llm_fallback'
+---@alias turnstoned.PolicyAction 'allow'|'ask'|'deny'
 ---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
 ---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
@@ -479,7 +576,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.4"
+M.PROTOCOL_REVISION = "1.5"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -506,6 +603,10 @@ M.methods = {
   preview_read = "preview/read",
   watch_list = "watch/list",
   watch_cancel = "watch/cancel",
+  grant_list = "grant/list",
+  grant_revoke = "grant/revoke",
+  policy_list = "policy/list",
+  policy_trust = "policy/trust",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -513,6 +614,7 @@ M.methods = {
   item_tool_call_output_delta = "item/toolCall/outputDelta",
   item_completed = "item/completed",
   approval_resolved = "approval/resolved",
+  approval_verdicts = "approval/verdicts",
   turn_completed = "turn/completed",
   session_notice = "session/notice",
   session_usage = "session/usage",
@@ -523,6 +625,7 @@ M.methods = {
   window_show_message = "window/showMessage",
   item_tool_request_approval = "item/tool/requestApproval",
   mcp_server_request_trust = "mcpServer/requestTrust",
+  policy_request_trust = "policy/requestTrust",
 }
 
 --- Which side sends each method, and whether it is a request.
@@ -550,6 +653,10 @@ M.directions = {
   ["preview/read"] = { direction = "client->daemon", kind = "request" },
   ["watch/list"] = { direction = "client->daemon", kind = "request" },
   ["watch/cancel"] = { direction = "client->daemon", kind = "request" },
+  ["grant/list"] = { direction = "client->daemon", kind = "request" },
+  ["grant/revoke"] = { direction = "client->daemon", kind = "request" },
+  ["policy/list"] = { direction = "client->daemon", kind = "request" },
+  ["policy/trust"] = { direction = "client->daemon", kind = "request" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
@@ -557,6 +664,7 @@ M.directions = {
   ["item/toolCall/outputDelta"] = { direction = "daemon->client", kind = "notification" },
   ["item/completed"] = { direction = "daemon->client", kind = "notification" },
   ["approval/resolved"] = { direction = "daemon->client", kind = "notification" },
+  ["approval/verdicts"] = { direction = "daemon->client", kind = "notification" },
   ["turn/completed"] = { direction = "daemon->client", kind = "notification" },
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
@@ -567,6 +675,7 @@ M.directions = {
   ["window/showMessage"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
   ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
+  ["policy/requestTrust"] = { direction = "daemon->client", kind = "request" },
 }
 
 --- JSON-RPC error codes by name, and their `data.kind`.
@@ -586,6 +695,7 @@ M.error_codes = {
   FILE_CHANGE_NOT_PENDING = -32020,
   PREVIEW_NOT_FOUND = -32021,
   WATCH_NOT_FOUND = -32022,
+  GRANT_NOT_FOUND = -32023,
 }
 
 M.error_kinds = {
@@ -604,6 +714,7 @@ M.error_kinds = {
   FILE_CHANGE_NOT_PENDING = "fileChangeNotPending",
   PREVIEW_NOT_FOUND = "previewNotFound",
   WATCH_NOT_FOUND = "watchNotFound",
+  GRANT_NOT_FOUND = "grantNotFound",
 }
 
 return M

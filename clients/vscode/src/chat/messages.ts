@@ -20,7 +20,7 @@ export type ToWebview =
   | { type: "callDecided"; cycleId: string; callId: string; decision: Decision }
   | { type: "attach"; attachment: Attachment }
   | { type: "daemon"; state: DaemonState; message?: string }
-  | { type: "features"; perCallDecisions: boolean; editReview: boolean }
+  | { type: "features"; perCallDecisions: boolean; editReview: boolean; editArguments: boolean }
   | { type: "sent"; text: string; queued: boolean }
   | { type: "sendFailed"; text: string; message: string };
 
@@ -29,7 +29,7 @@ export type FromWebview =
   | { type: "send"; text: string }
   | { type: "interrupt" }
   | { type: "answer"; cycleId: string; answer: ApprovalAnswer }
-  | { type: "decideCall"; cycleId: string; callId: string; decision: Decision; feedback?: string }
+  | { type: "decideCall"; cycleId: string; callId: string; decision: Decision; feedback?: string; arguments?: Record<string, unknown> }
   | { type: "review"; callId: string }
   | { type: "copy"; text: string }
   | { type: "insert"; text: string }

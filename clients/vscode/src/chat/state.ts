@@ -3,7 +3,7 @@
  * requests and history items. No DOM here, so it is tested in Node.
  */
 import type { DaemonEvent } from "../client";
-import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, PreviewKind, SessionCompacted, SessionNotice, ToolCallItem, Usage } from "../protocol";
+import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, PreviewKind, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
 import { errorHint } from "./hints";
 
 export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean }
@@ -60,6 +60,19 @@ export interface ToolEntry {
   /** What a task agent run by this call did: its messages and tool calls, in order. */
   children: Entry[];
   previews: PreviewLink[];
+  /** How risky the call looks: the daemon's rule table, and its LLM judge when it has one. */
+  verdict: Verdict | null;
+  judgeVerdict: Verdict | null;
+  /** The judge is still rating the call (its verdict follows). */
+  judging: boolean;
+  /** Why it ran without asking (a grant, a policy, smart approval), or null. */
+  autoApproved: string | null;
+  /** What the model asked for, when the user edited the call (`arguments` is what ran). */
+  originalArguments: string | null;
+  /** The rules "always" saves for this call (empty: it asks every time); null when not said. */
+  grantRules: string[] | null;
+  /** The tool policy that made it ask. */
+  policy: string | null;
 }
 
 export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry | CompactionEntry;
@@ -127,9 +140,26 @@ function toolEntry(item: ToolCallItem): ToolEntry {
     decision: null,
     error: null,
     fileChange: item.fileChange ?? null,
+    verdict: item.verdict ?? null,
+    judgeVerdict: item.judgeVerdict ?? null,
+    judging: false,
+    autoApproved: item.autoApproved ? item.autoApproveReason ?? "approved automatically" : null,
+    originalArguments: item.originalArguments ?? null,
+    grantRules: null,
+    policy: null,
     children: [],
     previews: [],
   };
+}
+
+/** What an approval request says about a call, onto its card. */
+function rate(card: ToolEntry, item: ApprovalRequestItem, judgePending: boolean): void {
+  card.verdict = item.verdict ?? card.verdict;
+  card.judgeVerdict = item.judgeVerdict ?? card.judgeVerdict;
+  card.judging = judgePending && !card.judgeVerdict && item.needsApproval;
+  if (item.autoApproved) card.autoApproved = item.autoApproveReason ?? "approved automatically";
+  card.grantRules = item.grantRules ?? null;
+  card.policy = item.policy ?? null;
 }
 
 function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] = state.entries): void {
@@ -158,7 +188,13 @@ function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] =
         return;
       }
       const streamed = existing.output;
-      Object.assign(existing, { ...next, approval: existing.approval, decision: existing.decision, children: existing.children, previews: existing.previews });
+      // What only the approval request said (rules, policy) stays; the item's verdicts win.
+      Object.assign(existing, {
+        ...next, approval: existing.approval, decision: existing.decision,
+        verdict: next.verdict ?? existing.verdict, judgeVerdict: next.judgeVerdict ?? existing.judgeVerdict,
+        judging: !done && existing.judging, autoApproved: next.autoApproved ?? existing.autoApproved,
+        grantRules: existing.grantRules, policy: existing.policy, children: existing.children, previews: existing.previews,
+      });
       if (!done && !next.output) existing.output = streamed;
       if (done) existing.approval = null;
       return;
@@ -242,6 +278,12 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
     case "approval/resolved":
       clearCycle(state, event.params.cycleId, event.params.decision, event.params.calls);
       break;
+    case "approval/verdicts":
+      for (const [callId, verdict] of Object.entries(event.params.verdicts)) {
+        const card = toolCard(state, callId);
+        if (card) Object.assign(card, { judgeVerdict: verdict, judging: false });
+      }
+      break;
     case "turn/completed":
       completeTurn(state, event.params);
       break;
@@ -301,8 +343,14 @@ function cardFor(state: ChatState, item: ApprovalRequestItem, parentCallId?: str
 export function applyApproval(state: ChatState, cycle: ApprovalRequestParams, split = false): ChatState {
   if (!mine(state, cycle.sessionId)) return state;
   const gated = cycle.items.filter((i) => i.needsApproval);
+  for (const item of cycle.items) {
+    // Calls that run anyway say why on their cards (they may have none yet).
+    const card = toolCard(state, item.callId);
+    if (card && !item.needsApproval) rate(card, item, false);
+  }
   gated.forEach((item, index) => {
     const card = cardFor(state, item, cycle.parentCallId);
+    rate(card, item, cycle.judgePending ?? false);
     card.approval = { cycleId: cycle.cycleId, label: item.approvalLabel, siblings: gated.length - 1, lead: index === 0, split: split && gated.length > 1 };
     card.error = item.error ?? null;
     card.decision = null;

@@ -7,6 +7,7 @@ import { patchMarkdown } from "./markdown";
 export interface CardFeatures {
   perCallDecisions: boolean;
   editReview: boolean;
+  editArguments: boolean;
 }
 
 const DIFF_CLASS: [string, string][] = [["+++", "meta"], ["---", "meta"], ["@@", "hunk"], ["+", "add"], ["-", "del"]];
@@ -31,7 +32,7 @@ function fileChangePart(entry: ToolEntry, node: HTMLElement): void {
   const details = h("details", { class: "file-change", "data-key": key, open: entry.status === "pending" },
     h("summary", {}, h("span", { class: `kind ${change.kind}` }, change.kind), " ", change.path, change.truncated ? " (diff truncated: Review shows all)" : ""),
     diffBlock(change.unifiedDiff));
-  node.querySelector(":scope > .preview")?.after(details) ?? node.querySelector(":scope > .card-head")?.after(details);
+  (node.querySelector(":scope > .preview") ?? node.querySelector(":scope > .card-head"))?.after(details);
 }
 
 const EDIT_TOOLS = new Set(["write_file", "edit_file"]);
@@ -131,18 +132,101 @@ function approvalPanel(entry: ToolEntry, features: CardFeatures): HTMLElement | 
     return panel;
   }
   if (entry.error) panel.append(h("div", { class: "approval-error" }, entry.error));
+  if (entry.policy) panel.append(h("div", { class: "approval-note" }, `Asked because of a policy: ${entry.policy}`));
+  const always = alwaysButton(entry, approval.label);
   const buttons = h("div", { class: "buttons" },
     h("button", { "data-action": "approve", title: "Run this" + scope }, "Approve" + scope),
-    h("button", { class: "secondary", "data-action": "always", title: `Approve, and never ask again for “${approval.label}” in this session` }, `Always allow ${approval.label}`),
+    ...(always ? [always] : []),
     h("button", { class: "danger", "data-action": "deny", title: "Do not run; the model reads your feedback" }, "Deny"));
+  if (features.editArguments) {
+    buttons.append(h("button", { class: "secondary", "data-action": "edit", title: "Change the call before it runs" }, "Edit"));
+  }
   if (features.editReview && (entry.fileChange || EDIT_TOOLS.has(entry.tool))) {
     buttons.prepend(h("button", { class: "secondary", "data-action": "review", title: "Open the change in the diff editor" }, "Review"));
   }
   if (approval.split && approval.lead) {
     buttons.append(h("button", { class: "secondary", "data-action": "approveAll", title: "Approve every call of this batch" }, `Approve all ${approval.siblings + 1}`));
   }
-  panel.append(buttons, h("input", { class: "feedback", type: "text", placeholder: "Feedback for the model (optional)" }));
+  const note = grantNote(entry);
+  panel.append(buttons, ...(note ? [note] : []), h("input", { class: "feedback", type: "text", placeholder: "Feedback for the model (optional)" }));
+  if (features.editArguments) {
+    panel.append(h("div", { class: "edit", hidden: true },
+      h("textarea", { class: "edit-args", rows: "3", spellcheck: "false" }, editableText(entry)),
+      h("div", { class: "edit-error" }),
+      h("button", { "data-action": "runEdited", title: "Run the edited call (the daemon checks it again)" }, "Run edited")));
+  }
   return panel;
+}
+
+function percent(value: number | undefined): string {
+  return value === undefined ? "" : ` ${Math.round(value * 100)}%`;
+}
+
+/** The verdicts and what the daemon did on its own: risk badges, reasons, auto-approval, edits. */
+function verdictPart(entry: ToolEntry, node: HTMLElement): void {
+  const v = entry.verdict;
+  const j = entry.judgeVerdict;
+  const key = JSON.stringify([v, j, entry.judging, entry.autoApproved, entry.originalArguments]);
+  const box = part(node, "verdicts", () => h("div", { class: "verdicts" }));
+  once(box, key, () => {
+    const lines: HTMLElement[] = [];
+    if (v) lines.push(h("div", { class: "verdict" }, h("span", { class: `risk risk-${v.risk}`, title: `recommends ${v.recommendation}` }, v.risk), " ", h("span", { class: "rule" }, v.rule), ": ", v.reason));
+    if (j) {
+      const word = j.tier === "llm" ? `judge: ${j.recommendation}${percent(j.confidence)}` : "judge: no verdict";
+      lines.push(h("div", { class: "verdict judge" }, h("span", { class: `risk risk-${j.risk}` }, word), " ", j.reason));
+    } else if (entry.judging) {
+      lines.push(h("div", { class: "verdict judge" }, "judge: rating…"));
+    }
+    if (entry.autoApproved) lines.push(h("div", { class: "auto" }, `ran without asking: ${entry.autoApproved}`));
+    if (entry.originalArguments) lines.push(h("div", { class: "edited" }, `edited before it ran; the model asked for ${entry.originalArguments}`));
+    box.replaceChildren(...lines);
+  });
+  toggle(box, box.childElementCount > 0);
+}
+
+/** What the user edits: a bash command as text, any other call as its JSON arguments. */
+export function editableText(entry: ToolEntry): string {
+  try {
+    const args = JSON.parse(entry.arguments) as Record<string, unknown>;
+    if (entry.tool === "bash" && typeof args.command === "string") return args.command;
+    return JSON.stringify(args, null, 2);
+  } catch {
+    return entry.arguments;
+  }
+}
+
+/** The arguments the edited text stands for; a string says what is wrong with it. */
+export function editedArguments(entry: ToolEntry, text: string): Record<string, unknown> | string {
+  let original: Record<string, unknown> = {};
+  try {
+    original = JSON.parse(entry.arguments) as Record<string, unknown>;
+  } catch { /* the model sent no object: the edit is the whole of it */ }
+  if (entry.tool === "bash" && typeof original.command === "string") {
+    return text.trim() ? { ...original, command: text } : "The command is empty.";
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    return "The arguments must be a JSON object.";
+  } catch (err) {
+    return `Not valid JSON: ${(err as Error).message}`;
+  }
+}
+
+function alwaysButton(entry: ToolEntry, label: string): HTMLElement | null {
+  const rules = entry.grantRules;
+  if (rules === null) {
+    return h("button", { class: "secondary", "data-action": "always", title: `Approve, and never ask again for “${label}” in this session` }, `Always allow ${label}`);
+  }
+  if (!rules.length) return null;
+  return h("button", { class: "secondary", "data-action": "always", title: `Approve, and let these run unasked in this session: ${rules.join(", ")}` }, "Always allow");
+}
+
+function grantNote(entry: ToolEntry): HTMLElement | null {
+  const rules = entry.grantRules;
+  if (rules === null) return null;
+  if (!rules.length) return h("div", { class: "approval-note grant-rules" }, "Asks every time: no “always” for this call.");
+  return h("div", { class: "approval-note grant-rules" }, "“Always” saves: ", ...rules.map((r) => h("code", {}, r)));
 }
 
 function statusWord(entry: ToolEntry): string {
@@ -191,6 +275,7 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   const head = part(node, "card-head", () => h("div", { class: "card-head" }, h("span", { class: "dot" }), h("span", { class: "header" }), h("span", { class: "status" })));
   setText(head.querySelector(".header")!, entry.header);
   setText(head.querySelector(".status")!, entry.decision && !entry.approval ? `${statusWord(entry)} · ${entry.decision}` : statusWord(entry));
+  verdictPart(entry, node);
   const preview = part(node, "preview", () => h("pre", { class: "preview" }));
   setText(preview, entry.preview);
   // A one-line preview the header already shows (a bash command) is not repeated, and the
@@ -210,7 +295,7 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   fileChangePart(entry, node);
   previewsPart(entry, node);
   agentPart(entry, node, features);
-  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}` : "";
+  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}|${features.editArguments}|${entry.grantRules?.join(",")}|${entry.policy}` : "";
   const old = node.querySelector<HTMLElement>(":scope > .approval");
   if ((old?.getAttribute("data-key") ?? "") !== key) {
     old?.remove();

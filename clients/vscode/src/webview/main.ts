@@ -5,7 +5,7 @@ import type { Attachment, FromWebview, ToWebview } from "../chat/messages";
 import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, walk, type ChatState, type ToolEntry } from "../chat/state";
 import type { Decision } from "../protocol";
 import { h, setText, toggle } from "./dom";
-import { drawList, type CardFeatures } from "./entries";
+import { drawList, editedArguments, type CardFeatures } from "./entries";
 import { codeOf } from "./markdown";
 
 interface VsCodeApi {
@@ -23,7 +23,7 @@ const banner = $<HTMLElement>("banner");
 const chips = $<HTMLElement>("attachments");
 
 let state: ChatState = emptyState();
-let features: CardFeatures = { perCallDecisions: false, editReview: false };
+let features: CardFeatures = { perCallDecisions: false, editReview: false, editArguments: false };
 let attachments: Attachment[] = [];
 let scheduled = false;
 /** The next draw scrolls to the end whatever was in sight (the user just sent something). */
@@ -89,7 +89,7 @@ function receive(message: ToWebview): void {
       input.value ||= message.text;
       showBanner(message.message, true);
       break;
-    case "features": features = { perCallDecisions: message.perCallDecisions, editReview: message.editReview }; break;
+    case "features": features = { perCallDecisions: message.perCallDecisions, editReview: message.editReview, editArguments: message.editArguments }; break;
     case "daemon":
       showBanner(message.state === "ready" ? null : message.message ?? (message.state === "starting" ? "Starting the daemon…" : "The daemon is not running."), message.state === "stopped");
       break;
@@ -128,8 +128,23 @@ function answer(button: HTMLElement, action: string): void {
   const cycleId = card.approval.cycleId;
   const feedback = panel.querySelector<HTMLInputElement>(".feedback")?.value.trim() || undefined;
   const decision: Decision = action === "always" ? "always" : action === "deny" ? "deny" : "approve";
+  let edited: Record<string, unknown> | undefined;
+  if (action === "runEdited") {
+    const text = panel.querySelector<HTMLTextAreaElement>(".edit-args")?.value ?? "";
+    const parsed = editedArguments(card, text);
+    if (typeof parsed === "string") {
+      setText(panel.querySelector(".edit-error")!, parsed);
+      return;
+    }
+    edited = parsed;
+  }
   if (card.approval.split && action !== "approveAll") {
-    post({ type: "decideCall", cycleId, callId: card.callId, decision, ...(feedback ? { feedback } : {}) });
+    post({ type: "decideCall", cycleId, callId: card.callId, decision, ...(feedback ? { feedback } : {}), ...(edited ? { arguments: edited } : {}) });
+    return;
+  }
+  if (edited) {
+    // This call runs edited; the rest of the batch takes the cycle's answer.
+    post({ type: "answer", cycleId, answer: { decision, ...(feedback ? { feedback } : {}), calls: { [card.callId]: { decision, arguments: edited } } } });
     return;
   }
   const whole: ApprovalAnswer = { decision, ...(feedback ? { feedback } : {}) };
@@ -158,6 +173,12 @@ document.addEventListener("click", (event) => {
     post({ type: "showOutput" });
   } else if (action === "openPreview") {
     post({ type: "openPreview", previewId: button.dataset.preview ?? "" });
+  } else if (action === "edit") {
+    const editor = button.closest(".approval")?.querySelector<HTMLElement>(".edit");
+    if (editor) {
+      toggle(editor, Boolean(editor.hidden));
+      if (!editor.hidden) editor.querySelector("textarea")?.focus();
+    }
   } else {
     answer(button, action);
   }

@@ -49,7 +49,7 @@ describe("chat webview", () => {
     const at = messages.findIndex((m) => m.type === "approval");
     const cycle = messages[at];
     if (cycle?.type !== "approval") throw new Error("the recording has no approval");
-    await send([{ type: "daemon", state: "ready" }, { type: "features", perCallDecisions: false, editReview: true }, reset(), ...messages.slice(0, at + 1)]);
+    await send([{ type: "daemon", state: "ready" }, { type: "features", perCallDecisions: false, editReview: true, editArguments: false }, reset(), ...messages.slice(0, at + 1)]);
 
     const approve = page.locator(".approval button[data-action=approve]");
     await approve.waitFor({ state: "visible", timeout: 5000 });
@@ -128,12 +128,14 @@ describe("chat webview", () => {
       { callId: "e1", tool: "edit_file", header: "⚙ edit_file: app.py (1 edit)", preview: diff, needsApproval: true, approvalLabel: "edit_file", fileChange: { path: "/w/app.py", kind: "modify" as const, unifiedDiff: diff } },
       { callId: "w1", tool: "write_file", header: "⚙ write_file (write): NOTES.md (12 chars)", preview: "--- /dev/null\n+++ NOTES.md\n@@ -0,0 +1 @@\n+notes here", needsApproval: true, approvalLabel: "write_file", fileChange: { path: "/w/NOTES.md", kind: "create" as const, unifiedDiff: "--- /dev/null\n+++ /w/NOTES.md\n@@ -0,0 +1 @@\n+notes here\n" } },
     ];
-    await send([{ type: "features", perCallDecisions: true, editReview: true }, reset(), { type: "sent", text: "rename the greeting and take notes", queued: false },
+    await send([{ type: "features", perCallDecisions: true, editReview: true, editArguments: false }, reset(), { type: "sent", text: "rename the greeting and take notes", queued: false },
       ...items.map((item): ToWebview => ({ type: "event", event: { method: "item/started", params: { ...base, itemId: item.callId, item: { type: "toolCall", id: item.callId, callId: item.callId, tool: item.tool, header: item.header, preview: item.preview, needsApproval: true, status: "pending", isError: false, fileChange: item.fileChange } } } })),
       { type: "approval", cycle: { ...base, cycleId: "k2", items } },
       { type: "event", event: { method: "session/usage", params: { sessionId, contextTokens: 7400, contextWindow: 32768 } } }]);
     const cards = page.locator(".entry.tool");
     await cards.nth(1).locator(".approval button[data-action=approve]").waitFor();
+    const order = await cards.nth(0).evaluate((n) => [...n.children].map((c) => c.className.split(" ")[0]));
+    expect(order.slice(0, 4)).toEqual(["card-head", "verdicts", "preview", "file-change"]);
     expect(await cards.nth(0).locator(".file-change .kind").innerText()).toBe("modify");
     expect(await cards.nth(0).locator("pre.diff .add").innerText()).toBe("+    return 'hello'");
     expect(await cards.nth(0).locator("pre.diff .del").innerText()).toBe("-    return 'hi'");
@@ -156,5 +158,67 @@ describe("chat webview", () => {
     expect(await cards.nth(0).locator(".status").innerText()).toBe("pending · approved");
     expect(await cards.nth(1).locator(".status").innerText()).toBe("pending · denied");
     expect(problems).toEqual([]);
+  });
+
+  it("verdicts on the cards; Always says what it saves; Edit runs the call edited", async () => {
+    const sessionId = recording.sessionId;
+    const base = { sessionId, turnId: "t3" };
+    const high = { risk: "high" as const, recommendation: "review" as const, rule: "recursive-delete", reason: "deletes files recursively or without asking (rm -rf build)" };
+    const medium = { risk: "medium" as const, recommendation: "review" as const, rule: "default", reason: "no rule of the table matched" };
+    const items = [
+      { callId: "r1", tool: "bash", header: "⚙ bash: rm -rf build", preview: "rm -rf build", needsApproval: true, approvalLabel: "bash", verdict: high, grantRules: [] },
+      { callId: "m1", tool: "bash", header: "⚙ bash: make test", preview: "make test", needsApproval: true, approvalLabel: "bash", verdict: medium, grantRules: ["bash:make test"] },
+      { callId: "l1", tool: "bash", header: "⚙ bash: ls", preview: "ls", needsApproval: false, approvalLabel: "bash", autoApproved: true, autoApproveReason: "grant: bash:@read-only" },
+    ];
+    const started = items.map((item): ToWebview => ({ type: "event", event: { method: "item/started", params: { ...base, itemId: item.callId, item: { type: "toolCall", id: item.callId, callId: item.callId, tool: item.tool, header: item.header, preview: item.preview, arguments: JSON.stringify({ command: item.preview }), needsApproval: item.needsApproval, status: "pending", isError: false } } } }));
+    await send([{ type: "features", perCallDecisions: true, editReview: true, editArguments: true }, reset(), ...started,
+      { type: "approval", cycle: { ...base, cycleId: "k3", judgePending: true, items } }]);
+    const cards = page.locator(".entry.tool");
+    await cards.nth(1).locator(".approval button[data-action=edit]").waitFor();
+    expect(await cards.nth(0).locator(".verdict .risk").first().innerText()).toBe("HIGH");
+    expect(await cards.nth(0).locator(".verdict").first().innerText()).toContain("recursive-delete: deletes files recursively");
+    expect(await cards.nth(0).locator(".verdict.judge").innerText()).toBe("judge: rating…");
+    expect(await cards.nth(0).locator("button[data-action=always]").count()).toBe(0);
+    expect(await cards.nth(0).locator(".grant-rules").innerText()).toContain("Asks every time");
+    expect(await cards.nth(1).locator("button[data-action=always]").innerText()).toBe("Always allow");
+    expect(await cards.nth(1).locator(".grant-rules code").innerText()).toBe("bash:make test");
+    expect(await cards.nth(2).locator(".verdicts .auto").innerText()).toBe("ran without asking: grant: bash:@read-only");
+    const order = await cards.nth(1).evaluate((n) => [...n.children].map((c) => c.className.split(" ")[0]));
+    expect(order.slice(0, 2)).toEqual(["card-head", "verdicts"]);
+
+    await send([{ type: "event", event: { method: "approval/verdicts", params: { ...base, cycleId: "k3", verdicts: { r1: { ...high, rule: "judge", reason: "wipes the build output", tier: "llm", confidence: 0.9 } } } } }]);
+    await page.waitForFunction(() => document.querySelector(".entry.tool .verdict.judge")?.textContent?.includes("judge: review 90%"));
+    await page.screenshot({ path: path.join(ARTIFACTS, "chat-verdicts.png") });
+
+    await cards.nth(1).locator("button[data-action=edit]").click();
+    const editor = cards.nth(1).locator(".edit textarea");
+    expect(await editor.inputValue()).toBe("make test");
+    await editor.fill("make test TESTS=parser");
+    await cards.nth(1).locator("button[data-action=runEdited]").click();
+    await cards.nth(0).locator("button[data-action=deny]").click();
+    const sent = (await posted()).filter((m) => m.type === "decideCall");
+    expect(sent).toEqual([
+      { type: "decideCall", cycleId: "k3", callId: "m1", decision: "approve", arguments: { command: "make test TESTS=parser" } },
+      { type: "decideCall", cycleId: "k3", callId: "r1", decision: "deny" },
+    ]);
+    expect(problems).toEqual([]);
+  });
+
+  it("an edit that is not a JSON object is refused on the card", async () => {
+    const sessionId = recording.sessionId;
+    const base = { sessionId, turnId: "t4" };
+    const item = { callId: "w9", tool: "write_file", header: "⚙ write_file: a.txt", preview: "", needsApproval: true, approvalLabel: "write_file", grantRules: ["write@workspace"] };
+    await send([{ type: "features", perCallDecisions: true, editReview: false, editArguments: true }, reset(),
+      { type: "event", event: { method: "item/started", params: { ...base, itemId: "w9", item: { type: "toolCall", id: "w9", callId: "w9", tool: "write_file", header: item.header, arguments: '{"path": "a.txt", "content": "x"}', needsApproval: true, status: "pending", isError: false } } } },
+      { type: "approval", cycle: { ...base, cycleId: "k4", items: [item] } }]);
+    await page.locator("button[data-action=edit]").click();
+    expect(JSON.parse(await page.locator(".edit textarea").inputValue())).toEqual({ path: "a.txt", content: "x" });
+    await page.locator(".edit textarea").fill("[1, 2]");
+    await page.locator("button[data-action=runEdited]").click();
+    expect(await page.locator(".edit-error").innerText()).toBe("The arguments must be a JSON object.");
+    await page.locator(".edit textarea").fill('{"path": "b.txt", "content": "y"}');
+    await page.locator("button[data-action=runEdited]").click();
+    const answers = (await posted()).filter((m) => m.type === "answer");
+    expect(answers).toEqual([{ type: "answer", cycleId: "k4", answer: { decision: "approve", calls: { w9: { decision: "approve", arguments: { path: "b.txt", content: "y" } } } } }]);
   });
 });

@@ -83,8 +83,8 @@ describe("the extension against the real daemon", () => {
     host.fromPage({ type: "send", text: "echo" });
     await host.until("the turn to end", () => host.posted.some((m) => m.type === "event" && m.event.method === "turn/completed"));
     const asked = host.shown.find((s) => s.kind === "warn")!;
-    expect(asked.message).toBe("turnstoned asks to run ⚙ bash: echo from-notification");
-    expect(asked.actions).toEqual(["Approve", "Always allow bash", "Deny…", "Show in Chat"]);
+    expect(asked.message).toBe("turnstoned asks to run ⚙ bash: echo from-notification (low risk: only reads files inside the workspace)");
+    expect(asked.actions).toEqual(["Approve", "Always allow bash:@read-only", "Deny…", "Show in Chat"]);
     const done = host.posted.find((m) => m.type === "event" && m.event.method === "item/completed" && m.event.params.item.type === "toolCall");
     expect(done?.type === "event" && done.event.method === "item/completed" && done.event.params.item.type === "toolCall" ? done.event.params.item.status : "").toBe("completed");
   });

@@ -139,6 +139,29 @@ describe("the client against the real daemon", () => {
     expect(done.params.status).toBe("interrupted");
   });
 
+  it("a rated request; the user edits the command and the edited one runs", async () => {
+    const { client, log, broker, dir } = await setup([
+      { toolCalls: [["call-e", "bash", JSON.stringify({ command: "echo original > out.txt" })]] },
+      { text: "done" },
+    ]);
+    const sessionId = await client.startSession({ cwd: dir, workspace: dir });
+    let chat = emptyState(sessionId);
+    client.onEvent((e) => { chat = applyEvent(chat, e); });
+    const asked = nextApproval(broker);
+    await client.startTurn(sessionId, "write it");
+    const cycle = await asked;
+    chat = applyApproval(chat, cycle, true);
+    const item = cycle.items[0]!;
+    expect(item.verdict).toMatchObject({ risk: "medium", rule: "default", tier: "heuristic" });
+    expect(item.grantRules).toEqual(["bash:echo"]);
+    broker.answer(cycle.cycleId, { decision: "approve", calls: { [item.callId]: { decision: "approve", arguments: { command: "echo edited > out.txt" } } } });
+    await log.wait("turn/completed");
+    expect(fs.readFileSync(path.join(dir, "out.txt"), "utf8")).toBe("edited\n");
+    const card = chat.entries.find((e): e is ToolEntry => e.kind === "tool")!;
+    expect([card.status, card.preview, card.verdict?.rule]).toEqual(["completed", "echo edited > out.txt", "default"]);
+    expect(JSON.parse(card.originalArguments ?? "{}")).toEqual({ command: "echo original > out.txt" });
+  });
+
   it("interrupts a long command while it runs", async () => {
     const { client, log, broker, dir } = await setup([
       { toolCalls: [["call-l", "bash", JSON.stringify({ command: "echo started; sleep 30" })]] },
@@ -177,7 +200,7 @@ describe("the client against the real daemon", () => {
       { text: "Wrote one, skipped the other." },
     ]);
     fs.writeFileSync(path.join(dir, "old.txt"), "one\ntwo\nthree\n");
-    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, watches: true, compaction: true });
+    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, watches: true, compaction: true });
     const sessionId = await client.startSession({ cwd: dir, workspace: dir });
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "edit files");

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApprovalBroker, gatedItems, splittable, toResponse, type ApprovalChange } from "../../src/approvals";
 import type { CancelToken } from "../../src/connection";
-import type { ApprovalRequestParams } from "../../src/protocol";
+import { alwaysChoice, riskNote } from "../../src/chat";
+import type { ApprovalRequestItem, ApprovalRequestParams } from "../../src/protocol";
 
 function cycle(cycleId: string, sessionId = "s1"): ApprovalRequestParams {
   return {
@@ -86,6 +87,20 @@ describe("ApprovalBroker", () => {
     expect(broker.decideCall("k", "w", "approve")).toBe(false);
   });
 
+  it("an edited call carries its arguments, decided alone or with the cycle", async () => {
+    expect(toResponse({ decision: "approve", calls: { c: { decision: "approve", arguments: { command: "make -k" } } } }))
+      .toEqual({ decision: "approve", calls: { c: { decision: "approve", arguments: { command: "make -k" } } } });
+    const broker = new ApprovalBroker();
+    const two: ApprovalRequestParams = { ...cycle("k"), items: [
+      { callId: "a", tool: "bash", header: "a", needsApproval: true, approvalLabel: "bash" },
+      { callId: "b", tool: "bash", header: "b", needsApproval: true, approvalLabel: "bash" },
+    ] };
+    const response = broker.handle(two);
+    broker.decideCall("k", "a", "approve", undefined, { command: "ls -la" });
+    broker.decideCall("k", "b", "approve");
+    expect(await response).toEqual({ decision: "approve", calls: { a: { decision: "approve", arguments: { command: "ls -la" } }, b: { decision: "approve" } } });
+  });
+
   it("all calls decided alike answer with that decision", async () => {
     const broker = new ApprovalBroker();
     const two: ApprovalRequestParams = { ...cycle("k"), items: [
@@ -96,5 +111,22 @@ describe("ApprovalBroker", () => {
     broker.decideCall("k", "a", "approve");
     broker.decideCall("k", "b", "approve");
     expect((await response).decision).toBe("approve");
+  });
+});
+
+describe("the notification shown when the chat is hidden", () => {
+  const item = (extra: Partial<ApprovalRequestItem>): ApprovalRequestItem => ({ callId: "c", tool: "bash", header: "bash", needsApproval: true, approvalLabel: "bash", ...extra });
+
+  it("names the riskiest verdict", () => {
+    const high = { risk: "high" as const, recommendation: "review" as const, rule: "destructive-git", reason: "git push --force discards work" };
+    const low = { risk: "low" as const, recommendation: "approve" as const, rule: "read-only", reason: "only reads" };
+    expect(riskNote([item({ verdict: low }), item({ verdict: high })])).toBe(" (high risk: git push --force discards work)");
+    expect(riskNote([item({})])).toBe("");
+  });
+
+  it("offers always only with what it saves, and not for a call that asks every time", () => {
+    expect(alwaysChoice([item({ grantRules: ["bash:npm test"] }), item({ grantRules: ["write@workspace"] })])).toBe("Always allow bash:npm test, write@workspace");
+    expect(alwaysChoice([item({ grantRules: ["bash:npm test"] }), item({ grantRules: [] })])).toBeNull();
+    expect(alwaysChoice([item({})])).toBe("Always allow bash");  // a daemon before 1.5
   });
 });

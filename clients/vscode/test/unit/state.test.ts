@@ -96,6 +96,37 @@ describe("chat state", () => {
     expect([a!.decision, b!.decision, b!.approval]).toEqual(["approved", "denied", null]);
   });
 
+  it("verdicts ride on the card: the rule table's with the request, the judge's when it arrives", () => {
+    const state = run([{ method: "item/started", params: { ...base, itemId: "c1", item: tool("pending") } }]);
+    const verdict = { risk: "high" as const, recommendation: "review" as const, rule: "recursive-delete", reason: "deletes files recursively (rm -rf build)" };
+    applyApproval(state, { ...base, cycleId: "k", judgePending: true, items: [
+      { callId: "c1", tool: "bash", header: "bash: rm -rf build", needsApproval: true, approvalLabel: "bash", verdict, grantRules: [], policy: "ask label='bash'" },
+    ] });
+    const card = state.entries[0] as ToolEntry;
+    expect([card.verdict, card.judging, card.grantRules, card.policy]).toEqual([verdict, true, [], "ask label='bash'"]);
+    const judged = { risk: "high" as const, recommendation: "review" as const, rule: "judge", reason: "deletes the build", tier: "llm" as const, confidence: 0.8 };
+    run([{ method: "approval/verdicts", params: { ...base, cycleId: "k", verdicts: { c1: judged } } }], state);
+    expect([card.judgeVerdict, card.judging]).toEqual([judged, false]);
+    // The completed item keeps what only the request said, and says what ran.
+    run([{ method: "item/completed", params: { ...base, itemId: "c1", item: tool("completed", { verdict, arguments: '{"command": "rm -rf build/tmp"}', originalArguments: '{"command": "rm -rf build"}' }) } }], state);
+    expect([card.verdict, card.judgeVerdict, card.grantRules, card.originalArguments]).toEqual([verdict, judged, [], '{"command": "rm -rf build"}']);
+  });
+
+  it("calls that ran unasked say why", () => {
+    const state = run([
+      { method: "item/started", params: { ...base, itemId: "c1", item: tool("pending") } },
+      { method: "item/completed", params: { ...base, itemId: "c1", item: tool("completed", { autoApproved: true, autoApproveReason: "grant: bash:@read-only" }) } },
+    ]);
+    expect((state.entries[0] as ToolEntry).autoApproved).toBe("grant: bash:@read-only");
+    const other = run([{ method: "item/started", params: { ...base, itemId: "c2", item: { ...tool("pending"), id: "c2", callId: "c2" } } }]);
+    applyApproval(other, { ...base, cycleId: "k", items: [
+      { callId: "c2", tool: "bash", header: "ls", needsApproval: false, approvalLabel: "bash", autoApproved: true, autoApproveReason: "policy: allow label='bash'" },
+      { callId: "c3", tool: "bash", header: "make", needsApproval: true, approvalLabel: "bash", grantRules: ["bash:=make"] },
+    ] });
+    const [auto, asked] = other.entries as ToolEntry[];
+    expect([auto!.autoApproved, auto!.approval, asked!.grantRules]).toEqual(["policy: allow label='bash'", null, ["bash:=make"]]);
+  });
+
   it("keeps the context fill from session/usage", () => {
     const state = run([{ method: "session/usage", params: { sessionId: S, contextTokens: 3000, contextWindow: 32768 } }]);
     expect(state.context).toEqual({ tokens: 3000, window: 32768, estimated: false });

@@ -1,0 +1,308 @@
+--- The connection to the daemon: `vim.lsp.rpc.start` over its stdio.
+---
+--- Not a `vim.lsp.start` client: the daemon serves no buffer, and an LSP client is made to
+--- attach to buffers (Neovim 0.10 always attaches one), which would fire the user's
+--- `LspAttach` setup on it and list it among the buffer's language servers. The raw RPC
+--- client gives the same framing, and its server-request dispatcher runs in a coroutine, so
+--- an approval can wait for `vim.ui.select` without blocking the editor.
+local log = require('turnstoned.log')
+
+local methods = require('turnstoned.protocol').methods
+local M = {}
+
+---@alias turnstoned.ClientState 'stopped'|'starting'|'ready'|'failed'
+
+---@class turnstoned.ClientInfo
+---@field state turnstoned.ClientState
+---@field error? string
+---@field server_info? table
+---@field protocol_version? integer
+---@field protocol_revision? string
+---@field methods? string[]
+
+local state = 'stopped' ---@type turnstoned.ClientState
+local rpc ---@type vim.lsp.rpc.PublicClient?
+local init_result ---@type table?
+local start_error ---@type string?
+local waiting = {} ---@type fun(err?: string)[]
+local listeners = {} ---@type table<string, fun(params: table)[]>
+local request_handlers = {} ---@type table<string, fun(params: table, respond: fun(result: table))>
+local exit_listeners = {} ---@type fun(code: integer)[]
+local generation = 0
+
+--- Call `fn(params)` for every `method` notification from the daemon.
+---@param method string
+---@param fn fun(params: table)
+function M.on(method, fn)
+  listeners[method] = listeners[method] or {}
+  table.insert(listeners[method], fn)
+end
+
+--- Answer the daemon's `method` requests: `handler(params, respond)` calls `respond(result)`
+--- once, now or later.
+---@param method string
+---@param handler fun(params: table, respond: fun(result: table))
+function M.on_request(method, handler)
+  request_handlers[method] = handler
+end
+
+--- Call `fn(code)` when the daemon process ends unexpectedly.
+---@param fn fun(code: integer)
+function M.on_exit(fn)
+  table.insert(exit_listeners, fn)
+end
+
+---@param method string
+---@param params table
+local function emit(method, params)
+  for _, fn in ipairs(listeners[method] or {}) do
+    local ok, err = pcall(fn, params)
+    if not ok then
+      log.error('handler of %s failed: %s', method, err)
+    end
+  end
+end
+
+---@param err? string
+local function settle(err)
+  local fns = waiting
+  waiting = {}
+  for _, fn in ipairs(fns) do
+    fn(err)
+  end
+end
+
+--- The daemon asked something: run its handler and wait (yielding this coroutine, which
+--- `vim.lsp.rpc` created for the request) until it responds.
+---@param method string
+---@param params table
+local function server_request(method, params)
+  local handler = request_handlers[method]
+  if not handler then
+    log.warn('daemon request %s has no handler', method)
+    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
+  end
+  local co, is_main = coroutine.running()
+  if not co or is_main then -- only a Lua without yieldable pcall gets here
+    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.InternalError,
+      'cannot wait for an answer outside a coroutine')
+  end
+  local answer, answered = nil, false
+  handler(params, function(result)
+    if answered then
+      return
+    end
+    answer, answered = result, true
+    if coroutine.status(co) == 'suspended' then
+      local ok, err = coroutine.resume(co)
+      if not ok then
+        log.error('answering %s failed: %s', method, err)
+      end
+    end
+  end)
+  if not answered then
+    coroutine.yield()
+  end
+  return answer
+end
+
+---@param method string
+---@param params table
+local function notification(method, params)
+  if method == methods.window_show_message then
+    local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO }
+    local level = levels[params.type] or vim.log.levels.INFO
+    log.write(level >= vim.log.levels.WARN and 'warn' or 'info', 'daemon: %s', params.message)
+    vim.notify(params.message, level, { title = 'turnstoned' })
+  end
+  log.debug('<- %s', method)
+  emit(method, params or {})
+end
+
+---@param gen integer
+---@param code integer
+---@param signal integer
+local function on_exit(gen, code, signal)
+  vim.schedule(function()
+    if gen ~= generation then
+      return
+    end
+    local was = state
+    state, rpc = (code == 0 and 'stopped' or 'failed'), nil
+    start_error = code ~= 0 and ('the daemon exited with code %d (signal %d)'):format(code, signal)
+      or nil
+    log.write(code == 0 and 'info' or 'error', 'daemon exited: code %d, signal %d', code, signal)
+    if was == 'starting' then
+      settle(start_error or 'the daemon exited during start')
+    end
+    for _, fn in ipairs(exit_listeners) do
+      pcall(fn, code)
+    end
+  end)
+end
+
+---@param result table
+local function initialized(result)
+  init_result = result
+  state = 'ready'
+  local caps = ((result.capabilities or {}).experimental or {}).turnstoned or {}
+  log.info('daemon ready: %s %s, protocol %s', (result.serverInfo or {}).name or '?',
+    (result.serverInfo or {}).version or '?', tostring(caps.protocolVersion))
+  assert(rpc).notify(methods.initialized, vim.empty_dict())
+  settle(nil)
+end
+
+--- Spawn the daemon and run `initialize`; `cb(err)` runs when it is ready or failed.
+---@param cb? fun(err?: string)
+function M.start(cb)
+  if state == 'ready' then
+    return cb and cb(nil)
+  end
+  if cb then
+    table.insert(waiting, cb)
+  end
+  if state == 'starting' then
+    return
+  end
+  local config = require('turnstoned.config').get()
+  generation = generation + 1
+  local gen = generation
+  state, start_error = 'starting', nil
+  log.info('starting the daemon: %s', table.concat(config.cmd, ' '))
+  local ok, client = pcall(vim.lsp.rpc.start, config.cmd, {
+    notification = notification,
+    server_request = server_request,
+    on_error = function(code, err)
+      log.error('rpc error %s: %s', vim.lsp.rpc.client_errors[code] or code, vim.inspect(err))
+    end,
+    on_exit = function(code, signal)
+      on_exit(gen, code, signal)
+    end,
+  }, { env = config.env })
+  if not ok then
+    state, start_error = 'failed', tostring(client)
+    log.error('cannot start the daemon: %s', start_error)
+    return settle(start_error)
+  end
+  rpc = client
+  client.request(methods.initialize, {
+    processId = vim.uv.os_getpid(),
+    clientInfo = { name = 'Neovim', version = tostring(vim.version()) },
+    rootUri = vim.NIL,
+    capabilities = vim.empty_dict(),
+  }, function(err, result)
+    if gen ~= generation then
+      return
+    end
+    if err or not result then
+      state, start_error = 'failed', 'initialize failed: ' .. vim.inspect(err)
+      log.error('%s', start_error)
+      return settle(start_error)
+    end
+    initialized(result)
+  end)
+end
+
+---@class turnstoned.RpcError
+---@field code integer
+---@field message string
+---@field data? table
+
+--- Send a request (starting the daemon first if needed); `cb(err, result)`.
+---@param method string
+---@param params? table
+---@param cb? fun(err?: turnstoned.RpcError, result?: table)
+function M.request(method, params, cb)
+  cb = cb or function(err)
+    if err then
+      log.error('%s failed: %s', method, err.message)
+    end
+  end
+  log.debug('-> %s', method)
+  M.start(function(err)
+    if err then
+      return cb({ code = -1, message = err })
+    end
+    local sent = rpc and rpc.request(method, params or vim.empty_dict(), function(e, result)
+      cb(e and { code = e.code, message = e.message or tostring(e), data = e.data } or nil, result)
+    end)
+    if not sent then
+      cb({ code = -1, message = 'the daemon is not running' })
+    end
+  end)
+end
+
+--- Send a request and wait for its answer, at most `timeout_ms`.
+---@param method string
+---@param params? table
+---@param timeout_ms? integer
+---@return turnstoned.RpcError? err
+---@return table? result
+function M.request_sync(method, params, timeout_ms)
+  local done, err, result = false, nil, nil
+  M.request(method, params, function(e, r)
+    done, err, result = true, e, r
+  end)
+  if not vim.wait(timeout_ms or 10000, function()
+    return done
+  end, 10) then
+    return { code = -1, message = ('no answer to %s in %d ms'):format(method, timeout_ms or 10000) }
+  end
+  return err, result
+end
+
+---@return table? caps the daemon's turnstoned capabilities from `initialize`
+local function capabilities()
+  return init_result and ((init_result.capabilities or {}).experimental or {}).turnstoned
+end
+
+--- The daemon's protocol revision ("1.0" when it announces none).
+---@return string?
+local function revision()
+  local caps = capabilities()
+  return caps and (caps.protocolRevision or ('%d.0'):format(caps.protocolVersion or 1))
+end
+
+--- Where the connection stands.
+---@return turnstoned.ClientInfo
+function M.info()
+  local caps = capabilities()
+  return {
+    state = state,
+    error = start_error,
+    server_info = init_result and init_result.serverInfo,
+    protocol_version = caps and caps.protocolVersion,
+    protocol_revision = revision(),
+    methods = caps and caps.methods,
+  }
+end
+
+--- Whether the running daemon speaks protocol revision `wanted` (e.g. "1.1") or later.
+---@param wanted string
+---@return boolean
+function M.has_revision(wanted)
+  local have = revision()
+  return have ~= nil and vim.version.ge(have, wanted)
+end
+
+--- `shutdown` then `exit`, waiting at most `timeout_ms` for the first.
+---@param timeout_ms? integer
+function M.stop(timeout_ms)
+  local client = rpc
+  if not client or client.is_closing() then
+    return
+  end
+  generation = generation + 1
+  state, rpc, init_result = 'stopped', nil, nil
+  local done = false
+  client.request(methods.shutdown, nil, function()
+    done = true
+  end)
+  vim.wait(timeout_ms or 2000, function()
+    return done
+  end, 10)
+  client.notify(methods.exit, nil)
+  log.info('daemon stopped')
+end
+
+return M

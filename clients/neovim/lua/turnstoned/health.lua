@@ -1,0 +1,141 @@
+--- `:checkhealth turnstoned`: Neovim, the daemon, the protocol, the model, MCP servers.
+local M = {}
+
+local health = vim.health
+local TIMEOUT_MS = 15000
+
+local function check_neovim()
+  local v = vim.version()
+  local version = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 1 then
+    health.ok('Neovim ' .. version .. ' (0.10 or newer is required)')
+  else
+    health.error('Neovim ' .. version .. ': turnstoned needs 0.10 or newer')
+  end
+  if not jit then
+    health.warn('Neovim is built without LuaJIT: an approval request cannot wait for your '
+      .. 'answer and is denied')
+  end
+end
+
+---@param config turnstoned.Config
+---@return boolean
+local function check_command(config)
+  local exe = vim.fn.exepath(config.cmd[1])
+  if exe == '' then
+    health.error(('daemon command not found: %s'):format(config.cmd[1]), {
+      'Install turnstoned (pipx install /path/to/turnstoned) so `turnstoned` is on $PATH,',
+      "or set vim.g.turnstoned = { cmd = { '/path/to/turnstoned' } }",
+    })
+    return false
+  end
+  health.ok(('daemon command: %s (%s)'):format(table.concat(config.cmd, ' '), exe))
+  return true
+end
+
+---@return boolean
+local function check_start()
+  local client = require('turnstoned.client')
+  local err
+  local done = false
+  client.start(function(e)
+    err, done = e, true
+  end)
+  if not vim.wait(TIMEOUT_MS, function()
+    return done
+  end, 20) then
+    health.error(('the daemon did not answer `initialize` within %d s'):format(TIMEOUT_MS / 1000),
+      { 'See :TurnstonedLog' })
+    return false
+  end
+  if err then
+    health.error('the daemon does not start: ' .. err, { 'See :TurnstonedLog' })
+    return false
+  end
+  local info = client.info()
+  local server = info.server_info or {}
+  health.ok(('daemon started: %s %s'):format(server.name or '?', server.version or '?'))
+  local P = require('turnstoned.protocol')
+  local ours = P.PROTOCOL_VERSION
+  if info.protocol_version == ours then
+    health.ok(('protocol version %s, revision %s (the plugin is built for %s)'):format(ours,
+      info.protocol_revision, P.PROTOCOL_REVISION))
+    if not client.has_revision(P.PROTOCOL_REVISION) then
+      health.warn('the daemon is older than the plugin: what later revisions added (diff review, '
+        .. 'per-call decisions, context usage, previews) may be missing', { 'Update turnstoned' })
+    end
+  elseif info.protocol_version == nil then
+    health.error('the daemon does not announce a turnstoned protocol version')
+  else
+    health.warn(('protocol version: daemon %s, plugin %s'):format(info.protocol_version, ours),
+      { 'Update the plugin and the daemon together' })
+  end
+  return true
+end
+
+---@param result turnstoned.DaemonHealthResult
+local function check_model(result)
+  if result.configError then
+    health.error('configuration: ' .. result.configError)
+  end
+  if result.model then
+    health.ok('model configured: ' .. result.model)
+  else
+    health.error('no model configured', {
+      'Set OPENAI_BASE_URL (and TURNSTONED_MODEL), or [model] in ~/.config/turnstone/config.toml',
+    })
+  end
+  health.info('this daemon does not report whether the model server answers; a turn that '
+    .. 'cannot reach it ends with upstreamUnavailable')
+end
+
+---@param servers turnstoned.McpServerInfo[]
+local function check_mcp(servers)
+  if #servers == 0 then
+    health.info('no MCP servers configured')
+    return
+  end
+  local pickers = require('turnstoned.pickers')
+  for _, s in ipairs(servers) do
+    local line = 'MCP ' .. pickers.server_label(s)
+    if s.status == 'connected' then
+      health.ok(line)
+    elseif s.status == 'failed' then
+      health.error(line, { 'Try :TurnstonedMcp to refresh it' })
+    elseif s.status == 'connecting' then
+      health.info(line)
+    elseif s.status == 'untrusted' then
+      health.warn(line, { "A project's .mcp.json: :TurnstonedMcp shows it and trusts it" })
+    else
+      health.warn(line, { 'See :TurnstonedMcp' })
+    end
+  end
+end
+
+function M.check()
+  local config = require('turnstoned.config')
+  health.start('turnstoned')
+  check_neovim()
+  local ok, cfg = pcall(config.get)
+  if not ok then
+    return health.error(tostring(cfg))
+  end
+  health.ok('configuration is valid')
+  if not check_command(cfg) or not check_start() then
+    return
+  end
+  local client = require('turnstoned.client')
+  local methods = require('turnstoned.protocol').methods
+  local err, result = client.request_sync(methods.daemon_health, nil, TIMEOUT_MS)
+  if err or not result then
+    return health.error('daemon/health failed: ' .. (err and err.message or '?'))
+  end
+  check_model(result)
+  local e2, servers = client.request_sync(methods.mcp_server_list, nil, TIMEOUT_MS)
+  if e2 or not servers then
+    return health.error('MCP server list failed: ' .. (e2 and e2.message or '?'))
+  end
+  check_mcp(servers.servers or {})
+end
+
+return M

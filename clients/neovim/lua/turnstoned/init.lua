@@ -1,0 +1,194 @@
+--- turnstoned for Neovim: the Lua API behind the commands. `setup()` is optional.
+local M = {}
+
+local api = vim.api
+local wired = false
+
+local function highlights()
+  local links = {
+    TurnstonedOk = 'DiagnosticOk',
+    TurnstonedError = 'DiagnosticError',
+    TurnstonedWarn = 'DiagnosticWarn',
+    TurnstonedApproval = 'DiagnosticWarn',
+    TurnstonedRunning = 'DiagnosticInfo',
+    TurnstonedPending = 'Comment',
+    TurnstonedWorking = 'Comment',
+  }
+  for name, target in pairs(links) do
+    api.nvim_set_hl(0, name, { link = target, default = true })
+  end
+end
+
+--- Subscribe to the daemon and set up highlights and autocommands: once, on first use of
+--- any entry point below.
+local function wire()
+  if wired then
+    return
+  end
+  wired = true
+  highlights()
+  require('turnstoned.session').wire()
+  require('turnstoned.approval').wire()
+  require('turnstoned.trust').wire()
+  require('turnstoned.client').on_exit(require('turnstoned.questions').clear)
+  local group = api.nvim_create_augroup('turnstoned', { clear = true })
+  api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
+  api.nvim_create_autocmd('BufWinEnter', {
+    group = group,
+    pattern = 'turnstoned://chat/*',
+    callback = function()
+      require('turnstoned.ui').decorate(api.nvim_get_current_win())
+    end,
+  })
+  api.nvim_create_autocmd('VimLeavePre', {
+    group = group,
+    callback = function()
+      require('turnstoned.client').stop(1000)
+    end,
+  })
+end
+
+--- Set options (they win over `vim.g.turnstoned`). Not needed: defaults work.
+---@param opts? table see |turnstoned-config|
+function M.setup(opts)
+  require('turnstoned.config').set(opts)
+end
+
+--- Open the chat, or focus its prompt if it is open.
+---@param opts? {focus?: boolean}
+---@return turnstoned.Chat
+function M.open(opts)
+  wire()
+  local chat = require('turnstoned.session').current()
+  require('turnstoned.ui').show(chat, { focus = not opts or opts.focus ~= false })
+  return chat
+end
+
+--- Send a prompt in the current chat (opened without taking the cursor).
+---@param prompt string
+function M.ask(prompt)
+  assert(type(prompt) == 'string', 'turnstoned.ask: prompt must be a string')
+  M.open({ focus = false })
+  require('turnstoned.session').send(prompt)
+end
+
+--- A selection as the model should read it: path (relative to the session's directory
+--- when inside it), line range, code.
+---@param buf integer
+---@param first integer 1-based
+---@param last integer 1-based, inclusive
+---@return string[]
+function M.selection_lines(buf, first, last)
+  local name = api.nvim_buf_get_name(buf)
+  local path = ('[buffer %d]'):format(buf)
+  if name ~= '' then
+    local root = require('turnstoned.session').cwd()
+    path = vim.fs.normalize(vim.fn.fnamemodify(name, ':p'))
+    path = vim.startswith(path, root .. '/') and path:sub(#root + 2) or path
+  end
+  local range = first == last and ('line %d'):format(first) or ('lines %d-%d'):format(first, last)
+  local out = { ('`%s`, %s:'):format(path, range), '', '```' .. (vim.bo[buf].filetype or '') }
+  vim.list_extend(out, api.nvim_buf_get_lines(buf, first - 1, last, false))
+  out[#out + 1] = '```'
+  return out
+end
+
+--- Send lines of a buffer with their path and line range. With a prompt it is sent at
+--- once; without, the prompt window gets the selection for you to add the question.
+---@param opts {buf?: integer, line1: integer, line2: integer, prompt?: string}
+function M.send_selection(opts)
+  local buf = opts.buf or api.nvim_get_current_buf()
+  local lines = M.selection_lines(buf, opts.line1, opts.line2)
+  if opts.prompt and opts.prompt ~= '' then
+    return M.ask(table.concat(lines, '\n') .. '\n\n' .. opts.prompt)
+  end
+  M.open({ focus = true })
+  vim.list_extend(lines, { '', '' })
+  require('turnstoned.ui').prefill(lines)
+  vim.cmd.startinsert()
+end
+
+--- Interrupt the current chat's running turn.
+---@return boolean interrupted whether a turn was running
+function M.interrupt()
+  wire()
+  local sent = require('turnstoned.session').interrupt()
+  if not sent then
+    vim.notify('turnstoned: no turn is running', vim.log.levels.INFO)
+  end
+  return sent
+end
+
+--- Pick a session to resume (its history is redrawn) or start a new one.
+function M.sessions()
+  wire()
+  require('turnstoned.pickers').sessions()
+end
+
+--- Resume a session by id and show it.
+---@param session_id string
+---@param cb? fun(err?: string, chat?: turnstoned.Chat)
+function M.resume(session_id, cb)
+  wire()
+  require('turnstoned.session').resume(session_id, function(err, chat)
+    if chat then
+      require('turnstoned.ui').show(chat, { focus = true })
+    elseif err then
+      vim.notify('turnstoned: cannot resume: ' .. err, vim.log.levels.ERROR)
+    end
+    return cb and cb(err, chat)
+  end)
+end
+
+--- Start over: the next prompt opens a new session.
+function M.new_session()
+  wire()
+  require('turnstoned.ui').show(require('turnstoned.session').new(), { focus = true })
+end
+
+--- MCP servers and their state; refresh one or all, trust or revoke a project's config.
+function M.mcp()
+  wire()
+  require('turnstoned.pickers').mcp()
+end
+
+--- Show a preview the model opened in the current chat (pick one when there are several).
+function M.preview()
+  wire()
+  require('turnstoned.preview').pick()
+end
+
+--- Show the plugin's log and the daemon's stderr.
+function M.log()
+  require('turnstoned.log').show(require('turnstoned.config').get().cmd[1])
+end
+
+--- A statusline component: the current chat's state and usage ('' when idle and unused).
+---@return string
+function M.status()
+  local chat = package.loaded['turnstoned.session'] and require('turnstoned.session').peek()
+  if not chat or not chat.sid then
+    return ''
+  end
+  local state, usage = require('turnstoned.ui').describe(chat)
+  return 'turnstoned ' .. state .. (usage ~= '' and (' · ' .. usage) or '')
+end
+
+--- Stop the daemon (the next command starts it again).
+function M.stop()
+  require('turnstoned.client').stop()
+end
+
+--- `:Turnstoned [prompt]`, with a range: the selection too.
+---@param o table the user command's arguments
+function M.command(o)
+  if o.range > 0 then
+    return M.send_selection({ line1 = o.line1, line2 = o.line2, prompt = o.args })
+  end
+  if o.args ~= '' then
+    return M.ask(o.args)
+  end
+  M.open()
+end
+
+return M

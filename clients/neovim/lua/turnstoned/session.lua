@@ -1,0 +1,285 @@
+--- Sessions and their transcripts: sending prompts, interrupting, resuming, and routing the
+--- daemon's notifications to the right chat.
+local Chat = require('turnstoned.chat')
+local client = require('turnstoned.client')
+local log = require('turnstoned.log')
+local P = require('turnstoned.protocol')
+
+local methods = P.methods
+local M = {}
+
+---@type table<string, turnstoned.Chat>
+local chats = {}
+---@type turnstoned.Chat?
+local current
+
+local function refresh()
+  require('turnstoned.ui').refresh()
+end
+
+--- The chat shown by `:Turnstoned` (a new, session-less one until a prompt is sent).
+---@return turnstoned.Chat
+function M.current()
+  if not current or not vim.api.nvim_buf_is_valid(current.buf) then
+    current = Chat.new(nil)
+  end
+  return current
+end
+
+--- The current chat, without creating one.
+---@return turnstoned.Chat?
+function M.peek()
+  return current
+end
+
+---@param sid string
+---@return turnstoned.Chat?
+function M.get(sid)
+  return chats[sid]
+end
+
+--- The chat whose transcript is `buf`.
+---@param buf integer
+---@return turnstoned.Chat?
+function M.by_buf(buf)
+  if current and current.buf == buf then
+    return current
+  end
+  for _, chat in pairs(chats) do
+    if chat.buf == buf then
+      return chat
+    end
+  end
+end
+
+---@param params table
+---@param fn fun(chat: turnstoned.Chat, params: table)
+local function route(params, fn)
+  local chat = params.sessionId and chats[params.sessionId]
+  if chat and vim.api.nvim_buf_is_valid(chat.buf) then
+    fn(chat, params)
+  end
+end
+
+---@param chat turnstoned.Chat
+local function working(chat)
+  local lhs = require('turnstoned.config').get().keymaps.interrupt
+  chat:working(lhs and ('working… (%s interrupts)'):format(lhs) or 'working…')
+end
+
+local DECIDED = { approve = 'running', always = 'running', auto = 'running', deny = 'declined',
+  timeout = 'declined', cancelled = 'cancelled' }
+
+---@param chat turnstoned.Chat
+---@param p turnstoned.TurnCompleted
+local function turn_completed(chat, p)
+  if chat.turn_id and chat.turn_id ~= p.turnId then
+    return
+  end
+  chat.running, chat.turn_id = false, nil
+  chat.turns_completed = (chat.turns_completed or 0) + 1
+  chat.usage = p.usage or chat.usage
+  chat:working(nil)
+  if p.status == 'interrupted' then
+    chat:note('_⊘ interrupted_')
+  elseif p.status == 'failed' then
+    local e = p.error or { kind = 'internal', message = 'unknown error' }
+    chat:note(('> ✗ **turn failed** (%s): %s'):format(e.kind, e.message))
+  end
+  refresh()
+end
+
+---@param chat turnstoned.Chat
+---@param p turnstoned.ApprovalResolved
+local function approval_resolved(chat, p)
+  for _, id in ipairs(p.callIds or {}) do
+    local decision = (p.calls or {})[id] or p.decision
+    chat:calls_status({ id }, DECIDED[decision] or 'pending')
+  end
+  if chat.running then
+    working(chat)
+  end
+end
+
+--- What each notification of a session does to its chat.
+---@type table<string, fun(chat: turnstoned.Chat, p: table)>
+local handlers = {
+  [methods.turn_started] = function(chat, p)
+    chat.running, chat.turn_id = true, p.turnId
+    working(chat)
+    refresh()
+  end,
+  [methods.item_started] = function(chat, p)
+    chat:item_started(p.item, p.parentCallId)
+  end,
+  [methods.item_agent_message_delta] = function(chat, p)
+    chat:delta(p.itemId, p.delta)
+  end,
+  [methods.item_reasoning_delta] = function(chat, p)
+    chat:delta(p.itemId, p.delta)
+  end,
+  [methods.item_tool_call_output_delta] = function(chat, p)
+    chat:tool_output(p.itemId, p.chunk)
+  end,
+  [methods.item_completed] = function(chat, p)
+    chat:item_completed(p.item, p.parentCallId)
+  end,
+  [methods.approval_resolved] = approval_resolved,
+  [methods.turn_completed] = turn_completed,
+  [methods.preview_open] = function(chat, p)
+    require('turnstoned.preview').opened(chat, p)
+  end,
+  [methods.session_usage] = function(chat, p)
+    chat.context = { tokens = p.contextTokens, window = p.contextWindow }
+    refresh()
+  end,
+}
+
+--- A session-level notice: in its transcript; the model's `notify` also as a notification,
+--- whether or not that session is open here.
+---@param p turnstoned.SessionNotice
+local function notice(p)
+  if p.kind == 'notify' then
+    local title = (p.data or {}).title
+    vim.notify((title and (title .. ': ') or '') .. (p.text or ''), vim.log.levels.INFO,
+      { title = 'turnstoned' })
+  end
+  route(p, function(chat)
+    chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
+  end)
+end
+
+---@param code integer
+local function daemon_exited(code)
+  for _, chat in pairs(chats) do
+    if chat.running then
+      chat.running, chat.turn_id = false, nil
+      chat:working(nil)
+      chat:note(('> ✗ the daemon exited (code %d); the next prompt starts it again'):format(code))
+    end
+  end
+  refresh()
+end
+
+--- Subscribe to the daemon's notifications (called once, on first use).
+function M.wire()
+  for method, fn in pairs(handlers) do
+    client.on(method, function(params)
+      route(params, fn)
+    end)
+  end
+  client.on(methods.session_notice, notice)
+  client.on(methods.mcp_server_status_changed, function(p)
+    log.info('MCP server %s: %s%s', p.name, p.status, p.error and (' (' .. p.error .. ')') or '')
+  end)
+  client.on_exit(daemon_exited)
+end
+
+---@param chat turnstoned.Chat
+---@param text string
+---@param mark integer the prompt's heading in the transcript
+---@param retried? boolean
+local function start_turn(chat, text, mark, retried)
+  client.request(methods.turn_start, {
+    sessionId = chat.sid,
+    input = { { type = 'text', text = text } },
+  }, function(err, result)
+    if err and err.code == P.error_codes.SESSION_CLOSED and not retried then
+      return client.request(methods.session_resume, { sessionId = chat.sid }, function(e)
+        if e then
+          return chat:note('> ✗ ' .. e.message)
+        end
+        start_turn(chat, text, mark, true)
+      end)
+    end
+    if err then
+      return chat:note('> ✗ ' .. err.message)
+    end
+    if result.queued then
+      chat:user_note(mark, '  queued: the running turn reads it at its next step')
+    else
+      chat.turn_id = result.turnId
+    end
+  end)
+end
+
+--- The directory of the current chat's session (of the next session, before it starts).
+---@return string
+function M.cwd()
+  local info = current and current.info
+  local dir = info and info.cwd or require('turnstoned.config').get().cwd or vim.fn.getcwd()
+  return (vim.fs.normalize(vim.fn.fnamemodify(dir, ':p')):gsub('/$', ''))
+end
+
+--- Send a prompt in the current chat, starting its session first if needed.
+---@param text string
+function M.send(text)
+  local chat = M.current()
+  local mark = chat:user(text)
+  chat.title = chat.title or vim.split(text, '\n')[1]
+  if chat.sid then
+    return start_turn(chat, text, mark)
+  end
+  local cwd = M.cwd()
+  client.request(methods.session_start, { cwd = cwd }, function(err, result)
+    if err then
+      return chat:note('> ✗ cannot start a session: ' .. err.message)
+    end
+    chat.info = chat.info or { cwd = cwd }
+    chat:bind(result.sessionId)
+    chats[result.sessionId] = chat
+    refresh()
+    start_turn(chat, text, mark)
+  end)
+end
+
+--- Stop the current chat's running turn.
+---@return boolean sent whether a turn was running
+function M.interrupt()
+  local chat = current
+  if not (chat and chat.sid and (chat.running or chat.turn_id)) then
+    return false
+  end
+  client.request(methods.turn_interrupt, { sessionId = chat.sid, turnId = chat.turn_id },
+    function(err)
+      if err and err.code ~= P.error_codes.TURN_NOT_FOUND then
+        chat:note('> ✗ interrupt failed: ' .. err.message)
+      end
+    end)
+  return true
+end
+
+--- Show a session: its loaded chat, or its history redrawn from the daemon.
+---@param sid string
+---@param cb? fun(err?: string, chat?: turnstoned.Chat)
+function M.resume(sid, cb)
+  cb = cb or function() end
+  client.request(methods.session_resume, { sessionId = sid }, function(err, result)
+    if err then
+      return cb(err.message)
+    end
+    local chat = chats[sid]
+    if not chat or not vim.api.nvim_buf_is_valid(chat.buf) then
+      chat = Chat.new(sid)
+      chats[sid] = chat
+      chat:load(result.items or {})
+    end
+    chat.info = result.session
+    chat.title = chat.title or (result.session and result.session.title)
+    if result.session and result.session.status == 'running' and not chat.running then
+      chat.running = true
+      working(chat)
+    end
+    current = chat
+    cb(nil, chat)
+  end)
+end
+
+--- Leave the current chat; the next prompt starts a new session.
+---@return turnstoned.Chat
+function M.new()
+  current = Chat.new(nil)
+  return current
+end
+
+return M

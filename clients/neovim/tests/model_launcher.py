@@ -1,0 +1,57 @@
+"""Serve the repository's scripted OpenAI-compatible model for the Neovim specs.
+
+Prints the server's base URL on the first stdout line, then reads one JSON command per
+stdin line and answers each with one JSON line:
+
+- ``{"push": [spec, ...]}`` queues replies; a spec is ``{"text": str, "reasoning"?: str,
+  "delay"?: s, "chunk_size"?: n, "start_delay"?: s}``, ``{"tool_calls": [[id, name,
+  arguments], ...]}``, ``{"hang": seconds, "after_text"?: str}`` or ``{"error": status,
+  "message"?: str}``.
+- ``{"requests": true}`` answers how many chat requests arrived.
+
+The server stops when stdin closes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from tests.fakes import model_server as ms
+
+
+def build(spec: dict[str, Any]) -> ms.Response:
+    """One scripted reply from its JSON description."""
+    if "text" in spec:
+        return ms.text(spec["text"], chunk_size=spec.get("chunk_size", 4), reasoning=spec.get("reasoning"),
+                       delay=spec.get("delay", 0.0), start_delay=spec.get("start_delay", 0.0))
+    if "error" in spec:
+        return ms.error(spec["error"], spec.get("message", "error"))
+    if "tool_calls" in spec:
+        calls = [(c[0], c[1], c[2]) for c in spec["tool_calls"]]
+        return ms.tool_calls(calls, content=spec.get("content", ""))
+    if "hang" in spec:
+        return ms.hang(spec["hang"], after_text=spec.get("after_text", ""))
+    raise ValueError(f"unknown reply spec: {spec!r}")
+
+
+def main() -> int:
+    with ms.ScriptedModel() as model:
+        print(model.base_url, flush=True)
+        for line in sys.stdin:
+            command = json.loads(line)
+            answer: dict[str, Any] = {"ok": True}
+            if "push" in command:
+                model.push(*(build(spec) for spec in command["push"]))
+            if command.get("requests"):
+                answer["count"] = len(model.requests)
+            print(json.dumps(answer), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+-- Reviewing a proposed file change in a diff tab, and answering from there.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../helpers.lua')
+local api = vim.api
+
+vim.o.columns, vim.o.lines = 160, 50
+local model = H.with_daemon()
+
+local turnstoned = require('turnstoned')
+local session = require('turnstoned.session')
+local turns = 0
+
+---@param name string
+---@param content string
+---@return string path
+local function file(name, content)
+  local path = H.workspace .. '/' .. name
+  vim.fn.writefile(vim.split(content, '\n', { plain = true }), path, 'b')
+  return path
+end
+
+---@param path string
+---@return string
+local function read(path)
+  return table.concat(vim.fn.readfile(path, 'b'), '\n')
+end
+
+---@param name string
+---@param content string
+---@return table reply spec of a write_file call
+local function write_call(id, name, content)
+  return { id, 'write_file', vim.json.encode({ path = name, content = content }) }
+end
+
+--- The review tab's two windows: current (left) and proposed (right).
+---@return integer[]?
+local function review_windows()
+  for _, tab in ipairs(api.nvim_list_tabpages()) do
+    local wins = api.nvim_tabpage_list_wins(tab)
+    local name = #wins == 2 and api.nvim_buf_get_name(api.nvim_win_get_buf(wins[1])) or ''
+    if name:find('turnstoned://current/', 1, true) then
+      return wins
+    end
+  end
+end
+
+---@param win integer
+---@return string
+local function win_text(win)
+  return H.text(api.nvim_win_get_buf(win))
+end
+
+H.test('Review diff opens a diff tab of the file against the proposal; ga approves', function()
+  local path = file('notes.txt', 'old first line\nkept line\n')
+  H.stub_select(function(_, labels)
+    return H.find(labels, 'Review diff')
+  end)
+  model.push({ tool_calls = { write_call('call-w1', 'notes.txt', 'new first line\nkept line\n') } },
+    { text = 'Written.' })
+  turnstoned.ask('Rewrite the notes')
+  H.wait('the review tab', review_windows)
+  local wins = assert(review_windows())
+  H.eq(win_text(wins[1]), 'old first line\nkept line', 'the current side')
+  H.eq(win_text(wins[2]), 'new first line\nkept line', 'the proposed side')
+  H.ok(vim.wo[wins[1]].diff and vim.wo[wins[2]].diff, 'both windows are in diff mode')
+  H.eq(api.nvim_get_current_win(), wins[2], 'the cursor is on the proposal')
+  H.eq(read(path), 'old first line\nkept line\n', 'nothing written before the answer')
+  api.nvim_feedkeys('ga', 'x', false)
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  H.eq(read(path), 'new first line\nkept line\n', 'the approved content')
+  H.eq(review_windows(), nil, 'the review tab closed')
+end)
+
+H.test('gr in the review tab denies with a reason', function()
+  local path = file('keep.txt', 'precious\n')
+  H.stub_select(function(_, labels)
+    return H.find(labels, 'Review diff')
+  end)
+  H.stub_input('keep it as it is')
+  model.push({ tool_calls = { write_call('call-w2', 'keep.txt', 'overwritten\n') } },
+    { text = 'Left it alone.' })
+  turnstoned.ask('Overwrite keep.txt')
+  H.wait('the review tab', review_windows)
+  api.nvim_feedkeys('gr', 'x', false)
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  H.eq(read(path), 'precious\n', 'the file is unchanged')
+  H.ok(H.text(session.current().buf):find('Denied by user: keep it as it is', 1, true),
+    'the model read the reason')
+end)
+
+H.test('one change approved in its review, the other denied from the list', function()
+  local a, b = file('a.txt', 'a0\n'), file('b.txt', 'b0\n')
+  local answers = { 'Review diff: ⚙ write_file (write): a.txt', 'Deny' }
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, table.remove(answers, 1))
+  end)
+  H.stub_input('')
+  model.push({ tool_calls = { write_call('call-a', 'a.txt', 'a1\n'), write_call('call-b', 'b.txt', 'b1\n') } },
+    { text = 'Wrote a, not b.' })
+  turnstoned.ask('Change both files')
+  H.wait('the review tab', review_windows)
+  api.nvim_feedkeys('ga', 'x', false)
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  H.eq(read(a), 'a1\n', 'a.txt (approved in review)')
+  H.eq(read(b), 'b0\n', 'b.txt (denied)')
+  H.eq(#seen, 2, 'prompts')
+  H.ok(seen[2].prompt:find('b.txt', 1, true), 'the second prompt asks about b.txt: ' .. seen[2].prompt)
+end)
+
+H.test('calls that change the same file are answered together', function()
+  local path = file('same.txt', 's0\n')
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Review diff')
+  end)
+  H.stub_input('')
+  model.push({ tool_calls = { write_call('call-s1', 'same.txt', 's1\n'), write_call('call-s2', 'same.txt', 's2\n') } },
+    { text = 'Neither was written.' })
+  turnstoned.ask('Write same.txt twice')
+  H.wait('the review tab', review_windows)
+  H.ok(not vim.iter(seen[1].labels):any(function(l)
+    return l:find('Decide each', 1, true) ~= nil
+  end), 'no per-call choice: ' .. vim.inspect(seen[1].labels))
+  api.nvim_feedkeys('gr', 'x', false)
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  H.eq(#seen, 1, 'one question for both calls')
+  H.eq(read(path), 's0\n', 'the file is unchanged')
+end)
+
+H.test('an interrupt closes an open review tab', function()
+  local path = file('c.txt', 'c0\n')
+  H.stub_select(function(_, labels)
+    return H.find(labels, 'Review diff')
+  end)
+  model.push({ tool_calls = { write_call('call-c', 'c.txt', 'c1\n') } })
+  turnstoned.ask('Change c')
+  H.wait('the review tab', review_windows)
+  turnstoned.interrupt()
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  H.wait('the review tab to close', function()
+    return review_windows() == nil
+  end)
+  H.eq(read(path), 'c0\n', 'c.txt is unchanged')
+end)
+
+H.run()

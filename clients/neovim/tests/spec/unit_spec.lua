@@ -1,0 +1,164 @@
+-- Pieces that need no daemon: configuration, selections, labels, transcript writes.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../helpers.lua')
+local api = vim.api
+
+local config = require('turnstoned.config')
+
+---@param fn fun()
+---@return string
+local function error_of(fn)
+  local ok, err = pcall(fn)
+  H.ok(not ok, 'an error')
+  return tostring(err)
+end
+
+H.test('defaults work with no configuration at all', function()
+  vim.g.turnstoned = nil
+  local c = config.get()
+  H.eq(c.cmd, { 'turnstoned' }, 'cmd')
+  H.eq(c.layout, 'vertical', 'layout')
+  H.eq(c.keymaps.send, '<CR>', 'send key')
+end)
+
+H.test('setup() wins over vim.g.turnstoned, and a command list replaces the default', function()
+  vim.g.turnstoned = { layout = 'float', cmd = { '/opt/t/bin/turnstoned', '--tool-search', 'on' } }
+  H.eq(config.get().layout, 'float', 'layout from vim.g')
+  H.eq(config.get().cmd, { '/opt/t/bin/turnstoned', '--tool-search', 'on' }, 'cmd from vim.g')
+  require('turnstoned').setup({ layout = 'tab', keymaps = { close = false } })
+  H.eq(config.get().layout, 'tab', 'layout from setup()')
+  H.eq(config.get().keymaps.close, false, 'a disabled key')
+  H.eq(config.get().keymaps.send, '<CR>', 'the other keys keep their defaults')
+  require('turnstoned').setup({})
+  vim.g.turnstoned = nil
+end)
+
+H.test('bad options are named', function()
+  H.ok(error_of(function()
+    require('turnstoned').setup({ layuot = 'float' })
+  end):find('unknown option layuot', 1, true), 'a misspelt option')
+  H.ok(error_of(function()
+    require('turnstoned').setup({ layout = 'sideways' })
+  end):find('option layout must be', 1, true), 'a bad value')
+  H.ok(error_of(function()
+    require('turnstoned').setup({ cmd = 'turnstoned' })
+  end):find('option cmd must be a non-empty list of strings', 1, true), 'cmd as a string')
+  H.ok(error_of(function()
+    require('turnstoned').setup({ keymaps = { send = 1 } })
+  end):find('keymaps.send', 1, true), 'a bad key')
+  require('turnstoned').setup({})
+end)
+
+H.test('a selection is sent with its path, line range and code', function()
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. '/src', 'p')
+  vim.fn.writefile({ 'local a = 1', 'local b = 2', 'return a + b' }, dir .. '/src/sum.lua')
+  vim.cmd.cd(dir)
+  vim.cmd.edit('src/sum.lua')
+  H.eq(require('turnstoned').selection_lines(0, 2, 3), {
+    '`src/sum.lua`, lines 2-3:', '', '```lua', 'local b = 2', 'return a + b', '```',
+  }, 'lines')
+  H.eq(require('turnstoned').selection_lines(0, 1, 1)[1], '`src/sum.lua`, line 1:', 'one line')
+  vim.g.turnstoned = { cwd = '/elsewhere' } -- a file outside the session's directory: absolute
+  H.eq(require('turnstoned').selection_lines(0, 1, 1)[1],
+    ('`%s`, line 1:'):format(vim.fs.normalize(dir .. '/src/sum.lua')), 'outside')
+  vim.g.turnstoned = nil
+end)
+
+H.test('the sessions picker lists a new session first, then sessions with title and place', function()
+  local choices = require('turnstoned.pickers').session_choices({
+    { sessionId = 's1', title = 'Fix the tests', cwd = '/src/app', kind = 'interactive',
+      createdAt = '2025-01-02T03:04:05Z', updatedAt = '2025-01-02T03:14:05Z', status = 'idle' },
+  })
+  H.eq(choices[1].id, '', 'the new-session entry')
+  H.eq(choices[2].id, 's1', 'the session')
+  H.ok(choices[2].label:find('2025-01-02 03:14', 1, true), 'time: ' .. choices[2].label)
+  H.ok(choices[2].label:find('Fix the tests', 1, true), 'title')
+  H.ok(choices[2].label:find('/src/app', 1, true), 'directory')
+end)
+
+H.test('transcript writes keep a reader cursor in place and follow one at the end', function()
+  local tb = require('turnstoned.textbuf')
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(buf, 0, -1, false, { 'one', 'two', 'three' })
+  vim.cmd('split')
+  local reader = api.nvim_get_current_win()
+  api.nvim_win_set_buf(reader, buf)
+  vim.cmd('split')
+  local follower = api.nvim_get_current_win()
+  api.nvim_win_set_buf(follower, buf)
+  api.nvim_win_set_cursor(reader, { 2, 1 })
+  api.nvim_win_set_cursor(follower, { 3, 0 })
+  tb.edit(buf, true, function()
+    tb.append(buf, { 'four', 'five' })
+  end)
+  H.eq(api.nvim_win_get_cursor(reader), { 2, 1 }, 'the reader')
+  H.eq(api.nvim_win_get_cursor(follower), { 5, 0 }, 'the follower')
+  H.eq(vim.bo[buf].modifiable, false, 'read-only again')
+  tb.edit(buf, false, function()
+    tb.append(buf, { 'six' })
+  end)
+  H.eq(api.nvim_win_get_cursor(follower), { 5, 0 }, 'no following when auto_scroll is off')
+end)
+
+H.test('every layout opens a chat window with a prompt under it, and q closes both', function()
+  local ui = require('turnstoned.ui')
+  for _, layout in ipairs({ 'vertical', 'horizontal', 'float', 'tab' }) do
+    require('turnstoned').setup({ layout = layout })
+    local tabs = #api.nvim_list_tabpages()
+    local chat = require('turnstoned').open()
+    local chat_win, prompt_win = ui.chat_win(), ui.prompt_win()
+    H.ok(chat_win and prompt_win, layout .. ': both windows')
+    ---@cast chat_win integer
+    ---@cast prompt_win integer
+    H.eq(api.nvim_win_get_buf(chat_win), chat.buf, layout .. ': the chat buffer')
+    H.eq(api.nvim_get_current_win(), prompt_win, layout .. ': the prompt has the cursor')
+    local floating = api.nvim_win_get_config(chat_win).relative ~= ''
+    H.eq(floating, layout == 'float', layout .. ': floating')
+    if not floating then
+      local chat_pos, prompt_pos = api.nvim_win_get_position(chat_win), api.nvim_win_get_position(prompt_win)
+      H.ok(prompt_pos[1] > chat_pos[1] and prompt_pos[2] == chat_pos[2], layout .. ': the prompt is below')
+    end
+    H.eq(#api.nvim_list_tabpages(), tabs + (layout == 'tab' and 1 or 0), layout .. ': tab pages')
+    api.nvim_feedkeys('q', 'x', false)
+    H.eq(ui.chat_win(), nil, layout .. ': the chat closed')
+    H.eq(#api.nvim_list_tabpages(), tabs, layout .. ': back to the tab pages before')
+  end
+  require('turnstoned').setup({})
+end)
+
+H.test("the daemon's stderr is read back from the LSP log", function()
+  local path = vim.lsp.log.get_filename()
+  vim.fn.mkdir(vim.fs.dirname(path), 'p')
+  vim.fn.writefile({
+    [=[[ERROR][2026-01-01 10:00:00] ...p/_transport.lua:36	"rpc"	"/opt/bin/turnstoned"	"stderr"	'10:00:00 WARNING x: "quoted" word\n']=],
+    [=[[ERROR][2026-01-01 10:00:01] ...p/_transport.lua:36	"rpc"	"/opt/bin/other"	"stderr"	"not ours\n"]=],
+    [=[[ERROR][2026-01-01 10:00:02] ...p/_transport.lua:36	"rpc"	"/opt/bin/turnstoned"	"stderr"	"second line\n"]=],
+  }, path, 'a')
+  H.eq(require('turnstoned.log').daemon_stderr('/opt/bin/turnstoned', 10),
+    { '10:00:00 WARNING x: "quoted" word', 'second line' }, 'stderr lines')
+end)
+
+H.test('an approval from a session not open here names that session', function()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Approve')
+  end)
+  local answer
+  require('turnstoned.approval').request({
+    sessionId = 'child0123456789', turnId = 't', cycleId = 'c',
+    items = { { callId = 'x', tool = 'bash', header = '⚙ bash: make', needsApproval = true,
+      approvalLabel = 'bash' } },
+  }, function(result)
+    answer = result
+  end)
+  H.wait('the answer', function()
+    return answer ~= nil
+  end)
+  H.eq(seen[1].prompt, '[session child012] ⚙ bash: make', 'the question')
+  H.eq(answer, { decision = 'approve' }, 'the answer')
+end)
+
+H.test('the statusline component is empty before the first prompt', function()
+  H.eq(require('turnstoned').status(), '', 'status()')
+end)
+
+H.run()

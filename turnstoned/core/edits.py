@@ -1,0 +1,86 @@
+"""Calls the user edited in the approval: prepared again, checked again, then run.
+
+An answer may carry ``arguments`` for an approved call (``CallDecision``). The
+call is prepared again with them under the same call id, and the same rules
+apply to the result: a preparation error is what the model reads; a policy
+that denies the edited call denies it. If the edited call needs more than the
+user was shown (a higher risk than the original, a different approval label,
+or no standing grant possible where the original allowed one), it is asked
+about again, as itself, instead of running; after ``MAX_ROUNDS`` such
+questions the call is denied. "Always" on an edited call grants the edited
+call's rules. The model reads, with the result, that the user edited the
+call and what ran (see ``edit_note``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from turnstoned.core import approvals, grants, intent, policies
+from turnstoned.core.approvals import Gate, Verdict
+from turnstoned.tools.base import PreparedCall
+
+MAX_ROUNDS = 3
+
+
+def needs_more(original: PreparedCall, edited: PreparedCall) -> bool:
+    """The edited call needs an approval the user was not asked for."""
+    before, after = original.verdict, edited.verdict
+    riskier = before is not None and after is not None and (
+        intent.RANK[after.risk] > intent.RANK[before.risk])
+    return riskier or edited.label != original.label or (original.grantable and
+                                                         not edited.grantable)
+
+
+async def apply_edits(gate: Gate, verdict: Verdict) -> None:
+    """Prepare and check every edited call; ask again about those that need more."""
+    assert gate.reprepare is not None
+    rules = gate.policy.policies()
+    again: list[PreparedCall] = []
+    granted = False
+    for call in gate.calls:
+        edit = verdict.edits.pop(call.call_id, None)
+        if edit is None or call.call_id in verdict.denied:
+            continue
+        arguments, decision = edit
+        edited = gate.reprepare(call, arguments)
+        edited.original_arguments = call.original_arguments or call.arguments
+        verdict.replaced[call.call_id] = edited
+        if edited.error or not edited.needs_approval:
+            continue
+        edited.verdict = intent.assess(edited, gate.env)
+        match = policies.decide(rules, edited, gate.env)
+        if match is not None and match.rule.action == "deny":
+            verdict.denied[call.call_id] = f"Blocked by tool policy: {match.describe()}"
+        elif needs_more(call, edited):
+            again.append(edited)
+        elif decision == "always":
+            saved = grants.rules_for(edited, gate.env)
+            gate.policy.grants.update(saved)
+            granted |= bool(saved)
+    if granted:
+        gate.policy.on_grant(gate.policy.grants)
+    if again:
+        await _ask_again(gate, verdict, again)
+
+
+async def _ask_again(gate: Gate, verdict: Verdict, calls: list[PreparedCall]) -> None:
+    if gate.round >= MAX_ROUNDS:
+        for call in calls:
+            verdict.denied[call.call_id] = (
+                "Denied: the user edited this call several times and the last edit still "
+                "needed a new approval.")
+        return
+    again = dataclasses.replace(gate, calls=calls, round=gate.round + 1)
+    second = await approvals.run_gate(again)
+    verdict.denied.update(second.denied)
+    verdict.notes.extend(second.notes)
+    verdict.replaced.update(second.replaced)
+
+
+def edit_note(call: PreparedCall) -> str:
+    """What the model reads before the result of a call the user edited."""
+    return (f"[The user edited this call before it ran. You asked for "
+            f"{call.original_arguments}; it ran as {call.tool} with arguments "
+            f"{call.arguments}.]\n")
+
