@@ -70,7 +70,8 @@ export function startApp(host: Host): App {
     return client;
   };
   const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => (await running()).readFileChange(sessionId, callId);
-  const perCall = () => daemon.status.state === "ready" && daemonFeatures(daemon.status.health).perCallDecisions;
+  const features = () => (daemon.status.state === "ready" ? daemonFeatures(daemon.status.health) : null);
+  const perCall = () => features()?.perCallDecisions ?? false;
   const review = new ReviewController(host, broker, readProposal, perCall);
   let listing: Promise<void> | null = null;
   const refreshSessions = (): Promise<void> => (listing ??= (async () => {
@@ -185,7 +186,9 @@ export function startApp(host: Host): App {
     "turnstoned.compact": () => chat.compact(),
     "turnstoned.watches": async () => {
       const client = await daemon.ready();
-      if (client) await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
+      if (!client) return;
+      if (!features()?.watches) void host.info("This daemon has no watches (it predates protocol revision 1.3): update turnstoned.");
+      else await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
     },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {

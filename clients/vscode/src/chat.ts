@@ -212,6 +212,11 @@ export class ChatController {
       void this.host.info("Open a chat first: there is no conversation to compact.");
       return;
     }
+    const status = this.daemon.status;
+    if (status.state === "ready" && !daemonFeatures(status.health).compaction) {
+      void this.host.info("This daemon cannot compact a conversation (it predates protocol revision 1.4): update turnstoned.");
+      return;
+    }
     try {
       // "compacted": session/compacted draws the divider.
       const result = await client.compact(this.sessionId);

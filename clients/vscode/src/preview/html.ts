@@ -1,6 +1,6 @@
 /** A preview panel's HTML: one nonce'd script, one stylesheet, no network at all. */
 import type { PreviewKind } from "../protocol";
-import { escapeAttr, type PageSources } from "../chat/html";
+import { webviewPage, type PageSources } from "../chat/html";
 
 /**
  * Nothing is fetched: images are data: URIs, the PDF renderer runs in the page. A web page is
@@ -18,19 +18,6 @@ export function previewPolicy(cspSource: string, nonce: string, kind: PreviewKin
 }
 
 export function previewHtml(src: PageSources, kind: PreviewKind, title: string): string {
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeAttr(previewPolicy(src.cspSource, src.nonce, kind))}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${escapeAttr(src.styleUri)}">
-<title>${escapeAttr(title)}</title>
-</head>
-<body>
-<header id="head"></header>
-<main id="content" aria-live="polite"></main>
-<script nonce="${escapeAttr(src.nonce)}" src="${escapeAttr(src.scriptUri)}"></script>
-</body>
-</html>`;
+  return webviewPage(src, previewPolicy(src.cspSource, src.nonce, kind), title, `<header id="head"></header>
+<main id="content" aria-live="polite"></main>`);
 }

@@ -5,36 +5,27 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { FromWebview, ToWebview } from "../../src/chat/messages";
 import type { FromPreview, PreviewInfo, ToPreview } from "../../src/preview/messages";
 import type { PreviewKind } from "../../src/protocol";
-import { CHROMIUM, CHROMIUM_ARGS, servePage, type PageServer } from "../support/page";
+import { browserRig } from "../support/page";
 
 const ARTIFACTS = path.resolve(__dirname, "../artifacts");
 interface Recording { sessionId: string; messages: ToWebview[]; panels?: ToPreview[][] }
 const fixture = (name: string) => JSON.parse(fs.readFileSync(path.resolve(__dirname, "../fixtures", name), "utf8")) as Recording;
 
-let browser: Browser;
-let server: PageServer;
+const rig = browserRig();
 let page: Page;
 const problems: string[] = [];
 
-beforeAll(async () => {
-  server = await servePage();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
 
 async function open(url: string, viewport = { width: 420, height: 760 }): Promise<void> {
   problems.length = 0;
-  server.requests.length = 0;
+  rig.server.requests.length = 0;
   await page?.close();
-  page = await browser.newPage({ viewport });
+  page = await rig.browser.newPage({ viewport });
   page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(m.text()); });
   page.on("pageerror", (e) => problems.push(String(e)));
   await page.goto(url);
@@ -50,7 +41,7 @@ async function posted<T>(): Promise<T[]> {
 }
 
 describe("chat page: work beyond one turn", () => {
-  beforeEach(() => open(server.url));
+  beforeEach(() => open(rig.server.url));
 
   it("a task agent's work nests in its card; its question is answered there; it folds when done", async () => {
     const { messages } = fixture("agent-turn.json");
@@ -88,7 +79,7 @@ describe("chat page: work beyond one turn", () => {
   });
 
   it("compaction: a divider with its figures, the summary folded; a fired watch and the turn it started", async () => {
-    await open(server.url, { width: 420, height: 900 });
+    await open(rig.server.url, { width: 420, height: 900 });
     const { sessionId, messages } = fixture("compaction.json");
     await send(messages);
     const divider = page.locator(".entry.compaction");
@@ -139,7 +130,7 @@ const info = (kind: PreviewKind, title: string, source: string, contentType: str
   ({ sessionId: "s", previewId: `${kind}-id`, kind, title, source, contentType, csp });
 
 async function showPreview(kind: PreviewKind, messages: ToPreview[], viewport = { width: 760, height: 560 }): Promise<void> {
-  await open(server.previewUrl(kind), viewport);
+  await open(rig.server.previewUrl(kind), viewport);
   await send(messages);
   await page.waitForFunction(() => document.body.dataset.state === "shown" || document.body.dataset.state === "failed", undefined, { timeout: 20000 });
   expect(await page.evaluate(() => document.body.dataset.state)).toBe("shown");
@@ -166,7 +157,7 @@ describe("preview panel", () => {
     expect(await page.locator(".md table td").allInnerTexts()).toEqual(["1", "2"]);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     await page.screenshot({ path: path.join(ARTIFACTS, "preview-markdown.png") });
-    expect(server.requests.filter((r) => r.startsWith("/remote"))).toEqual([]);
+    expect(rig.server.requests.filter((r) => r.startsWith("/remote"))).toEqual([]);
     expect(problems.filter((p) => !p.includes("Content Security Policy"))).toEqual([]);
   });
 
@@ -185,12 +176,12 @@ describe("preview panel", () => {
     expect(await frame.evaluate((f: HTMLIFrameElement) => /<script|<form|<iframe|<base|<link/i.test(f.srcdoc))).toBe(false);
     await page.waitForTimeout(300);
     await page.screenshot({ path: path.join(ARTIFACTS, "preview-web.png") });
-    expect(server.requests.filter((r) => r.startsWith("/remote"))).toEqual([]);
+    expect(rig.server.requests.filter((r) => r.startsWith("/remote"))).toEqual([]);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
   });
 
   it("an image, as a data: URI of its own bytes", async () => {
-    const shot = await browser.newPage({ viewport: { width: 320, height: 180 } });
+    const shot = await rig.browser.newPage({ viewport: { width: 320, height: 180 } });
     await shot.setContent(`<body style="margin:0;background:linear-gradient(90deg,#264653,#2a9d8f,#e9c46a,#f4a261,#e76f51)"><h1 style="font:bold 40px sans-serif;color:#fff;padding:40px">chart.png</h1></body>`);
     const png = await shot.screenshot();
     await shot.close();
@@ -202,7 +193,7 @@ describe("preview panel", () => {
   });
 
   it("a PDF, drawn page by page in the panel", async () => {
-    const doc = await browser.newPage();
+    const doc = await rig.browser.newPage();
     await doc.setContent(`<h1 style="font-family:sans-serif">Quarterly report</h1><p style="font-family:serif;font-size:18px">Revenue grew 12%.</p><div style="page-break-before:always"><h2>Appendix</h2></div>`);
     const pdf = await doc.pdf({ format: "A5" });
     await doc.close();
@@ -218,11 +209,11 @@ describe("preview panel", () => {
     });
     expect(inked).toBeGreaterThan(100);
     await page.screenshot({ path: path.join(ARTIFACTS, "preview-pdf.png") });
-    expect(server.requests.filter((r) => !/^\/(preview-pdf\.html|preview\.(js|css)|theme\.css|stub\.js|favicon\.ico)$/.test(r))).toEqual([]);
+    expect(rig.server.requests.filter((r) => !/^\/(preview-pdf\.html|preview\.(js|css)|theme\.css|stub\.js|favicon\.ico)$/.test(r))).toEqual([]);
   });
 
   it("a read that failed says so", async () => {
-    await open(server.previewUrl("text"));
+    await open(rig.server.previewUrl("text"));
     await send([{ type: "open", preview: { ...info("text", "log.txt", "/w/log.txt", "text/plain"), size: 10 } }, { type: "failed", message: "the session was closed" }]);
     await page.locator(".problem").waitFor();
     expect(await page.locator(".problem").innerText()).toBe("The preview could not be read: the session was closed");

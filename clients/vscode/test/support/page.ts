@@ -7,6 +7,8 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 import { chatHtml } from "../../src/chat/html";
 import { previewHtml } from "../../src/preview/html";
 import type { PreviewKind } from "../../src/protocol";
@@ -82,3 +84,22 @@ export async function servePage(): Promise<PageServer> {
 
 export const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/** The pages' server and a headless Chromium, started before a file's tests and stopped after. */
+export interface BrowserRig {
+  browser: Browser;
+  server: PageServer;
+}
+
+export function browserRig(): BrowserRig {
+  const rig = {} as BrowserRig;
+  beforeAll(async () => {
+    rig.server = await servePage();
+    rig.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  });
+  afterAll(async () => {
+    await rig.browser?.close();
+    await rig.server?.close();
+  });
+  return rig;
+}

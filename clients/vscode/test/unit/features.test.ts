@@ -146,8 +146,8 @@ describe("sessions tree with coordinators", () => {
 
 describe("daemon revisions", () => {
   it("turn on what each revision added", () => {
-    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, watches: false, compaction: false });
-    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, watches: true, compaction: false });
+    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, watches: false, compaction: false });
+    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, watches: true, compaction: false });
     expect(daemonFeatures({ protocolRevision: "1.4" }).compaction).toBe(true);
   });
 });
