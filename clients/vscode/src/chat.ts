@@ -16,6 +16,10 @@ export interface ChatHooks {
   review(sessionId: string, callId: string): Promise<void>;
   /** The current session changed or a turn ended (the sessions tree may be stale). */
   sessionsChanged(): void;
+  /** "Show preview" on a card. */
+  openPreview(sessionId: string, previewId: string): Promise<void>;
+  /** A session's title for a prompt ("" when unknown). */
+  sessionTitle(sessionId: string): Promise<string>;
 }
 
 /** The riskiest rated call of a cycle, for a notification: " (high risk: deletes files …)". */
@@ -221,6 +225,29 @@ export class ChatController {
     }
   }
 
+  /** Compact the shown conversation's context now; say so when there was nothing to do. */
+  async compact(): Promise<void> {
+    const client = await this.daemon.ready();
+    if (!client || !this.sessionId) {
+      void this.host.info("Open a chat first: there is no conversation to compact.");
+      return;
+    }
+    const status = this.daemon.status;
+    if (status.state === "ready" && !daemonFeatures(status.health).compaction) {
+      void this.host.info("This daemon cannot compact a conversation (it predates protocol revision 1.4): update turnstoned.");
+      return;
+    }
+    try {
+      // "compacted": session/compacted draws the divider.
+      const result = await client.compact(this.sessionId);
+      if (result.status === "unchanged") void this.host.info("Nothing to compact yet: the conversation is only its most recent turns.");
+      else if (result.status === "scheduled") void this.host.info("The conversation will be compacted at the running turn's next step.");
+    } catch (err) {
+      const e = rpcError(err);
+      void this.host.warn(`Compacting failed: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
+    }
+  }
+
   /** A message from the webview. */
   async handle(message: FromWebview): Promise<void> {
     switch (message.type) {
@@ -235,6 +262,7 @@ export class ChatController {
         if (!(await this.host.insertAtCursor(message.text))) void this.host.info("Open an editor to insert the code into.");
         break;
       case "newChat": await this.newChat(); break;
+      case "openPreview": if (this.sessionId) await this.hooks.openPreview(this.sessionId, message.previewId); break;
       case "showOutput": this.host.showOutput(); break;
     }
   }
@@ -252,13 +280,24 @@ export class ChatController {
     if (!this.view?.visible || change.cycle.sessionId !== this.sessionId) void this.notify(change.cycle);
   }
 
+  /** Who asks: the session's model, or a task agent its call started. */
+  private asker(cycle: ApprovalRequestParams): string {
+    return cycle.parentCallId ? "turnstoned's task agent" : "turnstoned";
+  }
+
+  /** The session a question comes from, when the chat shows another (a coordinator's child). */
+  private async where(sessionId: string): Promise<string> {
+    if (sessionId === this.sessionId) return "";
+    return ` in session “${(await this.hooks.sessionTitle(sessionId)) || sessionId.slice(0, 8)}”`;
+  }
+
   /** The chat is not in sight: ask in a notification with the same choices. */
   private async notify(cycle: ApprovalRequestParams): Promise<void> {
     const gated = gatedItems(cycle);
     const what = gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`;
     const always = alwaysChoice(gated);
     const choices = ["Approve", ...(always ? [always] : []), "Deny…", "Show in Chat"];
-    const choice = await this.host.warn(`turnstoned asks to run ${what}${riskNote(gated)}`, ...choices);
+    const choice = await this.host.warn(`${this.asker(cycle)} asks to run ${what}${riskNote(gated)}${await this.where(cycle.sessionId)}`, ...choices);
     if (choice === "Approve") this.broker.answer(cycle.cycleId, { decision: "approve" });
     else if (choice?.startsWith("Always")) this.broker.answer(cycle.cycleId, { decision: "always" });
     else if (choice === "Deny…") {
