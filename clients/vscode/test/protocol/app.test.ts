@@ -73,7 +73,7 @@ describe("the extension against the real daemon", () => {
     expect(reset.items.map((i) => i.type)).toEqual(["userMessage", "toolCall", "toolCall", "agentMessage"]);
 
     // A window that went down before its workspace state was saved: the folder's newest session.
-    const lost = new FakeHost(host.settingsValue, { name: "work", path: work });
+    const lost = new FakeHost(host.settingsValue, { name: "work", path: t.work });
     await reloaded.daemons[0]!.stop();
     launch(lost);
     lost.fromPage({ type: "ready" });
@@ -82,7 +82,7 @@ describe("the extension against the real daemon", () => {
 
     // New Chat is remembered as such: the next window starts empty.
     await lost.run("turnstoned.newChat");
-    const fresh = new FakeHost(host.settingsValue, { name: "work", path: work });
+    const fresh = new FakeHost(host.settingsValue, { name: "work", path: t.work });
     fresh.mementos = lost.mementos;
     await lost.daemons[0]!.stop();
     launch(fresh);
