@@ -235,10 +235,11 @@ async def watch_cancel(get_engine: GetEngine, params: p.WatchCancelParams) -> p.
 
 
 @handles("daemon/health")
-async def daemon_health(get_engine: GetEngine, params: None) -> p.DaemonHealthResult:
+async def daemon_health(get_engine: GetEngine, params: p.DaemonHealthParams
+                        ) -> p.DaemonHealthResult:
     """Answers even when the engine could not start: then with the configuration error."""
     try:
-        health = get_engine().health()
+        health = await get_engine().health(params.probe)
     except EngineError as exc:
         if exc.code != p.ErrorCode.CONFIG_ERROR:
             raise

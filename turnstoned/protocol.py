@@ -22,9 +22,10 @@ PROTOCOL_VERSION = 1
 # agents' parentCallId and coordinators' children (parentSessionId); "1.4" adds context
 # compaction (session/compact, session/compacted, ``detail`` on notice items); "1.5"
 # adds intent verdicts, the judge, smart approvals, tool policies, readable grants and edited
-# arguments; "1.6" adds several clients of a resident daemon (session/unsubscribe, clients
-# and resident in daemon/health).
-PROTOCOL_REVISION = "1.6"
+# arguments; "1.6" adds daemon/health's model probe (``probe``, ``modelReachable``); "1.7"
+# adds several clients of a resident daemon (session/unsubscribe, clients and resident in
+# daemon/health).
+PROTOCOL_REVISION = "1.7"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -364,7 +365,17 @@ class McpHealth(Wire, kw_only=True):
     prompts: int = 0
 
 
+class DaemonHealthParams(Wire, kw_only=True):
+    """``probe``: also ask the model server for its models (bounded: a few seconds)."""
+
+    probe: bool = False
+
+
 class DaemonHealthResult(Wire, kw_only=True):
+    """``modelReachable`` (with ``probe``): the model server answered ``/models`` (true, though
+    ``modelError`` may say it answered with an error), could not be reached (false), or was
+    not asked (null: no probe, or no model configured)."""
+
     version: str
     protocol_version: int
     protocol_revision: str = PROTOCOL_REVISION
@@ -373,6 +384,9 @@ class DaemonHealthResult(Wire, kw_only=True):
     model: str | None = None
     config_error: str | None = None
     mcp: McpHealth
+    model_url: str | None = None
+    model_reachable: bool | None = None
+    model_error: str | None = None
     # Connections the daemon is serving (more than one only for `turnstoned serve`).
     clients: int = 1
     # The daemon outlives its clients: `turnstoned serve`, reached through `turnstoned attach`.
@@ -950,7 +964,8 @@ METHODS: tuple[Method, ...] = (
          "Rediscover one or all MCP servers (reconnecting dead ones)."),
     _req("mcpServer/trust", McpServerTrustParams, McpServerTrustResult,
          "Trust (start) or revoke a project's .mcp.json servers; answers once they settled."),
-    _req("daemon/health", None, DaemonHealthResult, "Version, protocol and load."),
+    _req("daemon/health", DaemonHealthParams, DaemonHealthResult,
+         "Version, protocol and load; with `probe`, whether the model server answers."),
     _req("memory/list", MemoryListParams, MemoryListResult,
          "Stored memories, newest update first (to show and prune them)."),
     _req("memory/delete", MemoryDeleteParams, MemoryDeleteResult, "Delete one memory."),

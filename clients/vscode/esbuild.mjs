@@ -1,4 +1,4 @@
-// Bundles the extension host code (CommonJS for Node) and the chat webview (an IIFE for the browser).
+// Bundles the extension host code (CommonJS for Node) and the webview pages (IIFEs for the browser).
 import { build } from "esbuild";
 
 const production = !process.argv.includes("--dev");
@@ -18,6 +18,15 @@ await Promise.all([
     ...common,
     entryPoints: ["src/webview/main.ts"],
     outfile: "dist/webview.js",
+    platform: "browser",
+    format: "iife",
+    target: "chrome120",
+  }),
+  // The preview panel's page (it carries pdf.js, so the chat's page stays small).
+  build({
+    ...common,
+    entryPoints: ["src/webview/preview.ts"],
+    outfile: "dist/preview.js",
     platform: "browser",
     format: "iife",
     target: "chrome120",

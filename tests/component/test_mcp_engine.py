@@ -107,7 +107,7 @@ async def test_server_list_refresh_and_bad_entries(mcp_engine: Engine, sink: Rec
     with pytest.raises(EngineError) as info:
         await handlers["mcpServer/refresh"](p.McpServerRefreshParams(name="nope"))
     assert info.value.kind == "mcpServerNotFound" and "nope" in info.value.message
-    health = await handlers["daemon/health"](None)
+    health = await handlers["daemon/health"](p.DaemonHealthParams())
     assert health.mcp.servers >= 1 and health.mcp.connected == 1 and health.mcp.tools >= 8
     assert any(e["status"] == "connected" for e in sink.of("mcpServer/statusChanged"))
 

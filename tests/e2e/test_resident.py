@@ -68,6 +68,10 @@ def test_attach_starts_a_private_resident_daemon(env: dict[str, str],
     a.initialize()
     health = a.result("daemon/health")
     assert health["resident"] is True and health["clients"] == 1
+    a.send({"jsonrpc": "2.0", "id": "null-params", "method": "daemon/health", "params": None})
+    assert a.wait_response("null-params")["result"]["resident"] is True
+    probed = a.result("daemon/health", {"probe": True})
+    assert probed["resident"] is True and probed["modelReachable"] is True
     pid = daemon_pid(isolated_home)
     assert pid != a.proc.pid
     for path, mode in ((run_dir(isolated_home), 0o700), (sock, 0o600)):

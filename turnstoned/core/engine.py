@@ -370,13 +370,21 @@ class Engine:
 
     # ----------------------------------------------------------- the daemon
 
-    def health(self) -> p.DaemonHealthResult:
+    async def health(self, probe: bool = False) -> p.DaemonHealthResult:
+        """Version, load and model; with ``probe``, whether the model server answers."""
         model = resolve_model(self.config.model)
-        return p.DaemonHealthResult(
+        result = p.DaemonHealthResult(
             version=__version__, protocol_version=p.PROTOCOL_VERSION, sessions=len(self.sessions),
             running_turns=sum(1 for s in self.sessions.values() if s.running),
             model=None if isinstance(model, str) else model.name, mcp=mcplink.health(self.mcp),
         )
+        if probe and not isinstance(model, str):
+            from turnstoned.llm.discovery import list_models  # imports openai: not on startup
+
+            listing = await asyncio.to_thread(list_models, model.base_url, model.api_key)
+            result.model_url, result.model_reachable = listing.base_url, listing.reached
+            result.model_error = listing.problem()
+        return result
 
     def terminate(self) -> None:
         """Last resort at process exit, outside any event loop: kill what sessions spawned."""

@@ -9,7 +9,10 @@ H.plugin_dir = vim.fs.dirname(H.tests_dir)
 H.repo = vim.fs.dirname(vim.fs.dirname(H.plugin_dir))
 H.python = vim.env.TURNSTONED_TEST_PYTHON or (H.repo .. '/.venv/bin/python')
 H.daemon = vim.env.TURNSTONED_TEST_DAEMON or (H.repo .. '/.venv/bin/turnstoned')
-H.artifacts = H.tests_dir .. '/artifacts'
+-- The screens the specs record go to tests/out/ (ignored by git), so a run leaves the
+-- checkout clean; TURNSTONED_UPDATE_ARTIFACTS=1 refreshes the committed tests/artifacts/.
+H.artifacts = H.tests_dir .. (vim.env.TURNSTONED_UPDATE_ARTIFACTS == '1' and '/artifacts' or '/out')
+vim.fn.mkdir(H.artifacts, 'p')
 
 -- ---------------------------------------------------------------- runner
 
@@ -152,15 +155,21 @@ function H.configure(model, extra)
 end
 
 --- Start the scripted model, point the plugin at it and stop both when the spec ends.
----@return turnstoned.test.Model
-function H.with_daemon()
+--- `toml` lines become the daemon's config.toml.
+---@param toml? string[]
+---@return turnstoned.test.Model model, string home
+function H.with_daemon(toml)
   local model = H.model()
-  H.configure(model)
+  local home = H.configure(model)
+  if toml then
+    vim.fn.mkdir(home .. '/config', 'p')
+    vim.fn.writefile(toml, home .. '/config/config.toml')
+  end
   H.cleanup = function()
     require('turnstoned').stop()
     model.stop()
   end
-  return model
+  return model, home
 end
 
 --- Stub `vim.ui.select`: `pick(items, labels, opts)` returns the index to choose (nil

@@ -7,14 +7,49 @@ import { rpcError } from "./connection";
 import { API_KEY_SECRET, Daemon } from "./daemon";
 import type { Host, TreeNode } from "./host";
 import { describeChanges, mcpPickItems } from "./mcp";
-import type { SessionInfo } from "./protocol";
+import { PreviewController } from "./previews";
+import type { PreviewOpen, SessionInfo, SessionNotice } from "./protocol";
 import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
 import { sessionNodes } from "./sessions";
 import { RESTART_KEYS } from "./settings";
 import { statusView, type ContextFill } from "./status";
+import { manageWatches } from "./watches";
 
 export interface App {
   dispose(): Promise<void>;
+}
+
+/** Where things from the daemon are shown to the user. */
+interface Shown {
+  host: Host;
+  chat: ChatController;
+  previews: PreviewController;
+  sessionTitle(sessionId: string): Promise<string>;
+}
+
+/** The chat's session's previews open beside it; another session's are offered. */
+async function previewOpened(to: Shown, event: PreviewOpen): Promise<void> {
+  if (event.sessionId === to.chat.currentSession) {
+    await to.previews.opened(event);
+    return;
+  }
+  const from = (await to.sessionTitle(event.sessionId)) || event.sessionId.slice(0, 8);
+  if ((await to.host.info(`Session “${from}” opened a preview: ${event.title}`, "Show Preview")) === "Show Preview") await to.previews.opened(event);
+}
+
+/**
+ * The model's `notify` becomes a notification with its title, whichever session sent it; a
+ * watch that fired in a session the chat does not show is told too (the chat shows its own).
+ */
+async function noticed(to: Shown, event: SessionNotice): Promise<void> {
+  const elsewhere = event.sessionId !== to.chat.currentSession;
+  const text = (key: string) => (typeof event.data?.[key] === "string" ? (event.data[key] as string).trim() : "");
+  let message: string;
+  if (event.kind === "notify") message = `${text("title") || "turnstoned"}: ${event.text}`;
+  else if (event.kind === "watch" && elsewhere) message = `Watch “${text("name")}” fired in session “${(await to.sessionTitle(event.sessionId)) || event.sessionId.slice(0, 8)}”: ${text("reason")}`;
+  else return;
+  const choice = await to.host.info(message, ...(elsewhere ? ["Show in Chat"] : []));
+  if (choice === "Show in Chat") await to.chat.resume(event.sessionId);
 }
 
 function sessionArg(arg: unknown): string | undefined {
@@ -28,14 +63,18 @@ export function startApp(host: Host): App {
   const daemon = new Daemon(host, broker);
   let sessions: SessionInfo[] = [];
 
-  const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => {
+  /** The running client, for a read that cannot do without it. */
+  const running = async () => {
     const client = await daemon.ready();
     if (!client) throw new Error("the daemon is not running");
-    return client.readFileChange(sessionId, callId);
+    return client;
   };
-  const perCall = () => daemon.status.state === "ready" && daemonFeatures(daemon.status.health).perCallDecisions;
+  const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => (await running()).readFileChange(sessionId, callId);
+  const features = () => (daemon.status.state === "ready" ? daemonFeatures(daemon.status.health) : null);
+  const perCall = () => features()?.perCallDecisions ?? false;
   const review = new ReviewController(host, broker, readProposal, perCall);
-  const refreshSessions = async (): Promise<void> => {
+  let listing: Promise<void> | null = null;
+  const refreshSessions = (): Promise<void> => (listing ??= (async () => {
     const client = daemon.client;
     if (!client) return;
     try {
@@ -44,30 +83,52 @@ export function startApp(host: Host): App {
       host.log(`session/list: ${rpcError(err).message}`);
     }
     tree.refresh();
+  })().finally(() => (listing = null)));
+  const sessionTitle = async (sessionId: string): Promise<string> => {
+    if (!sessions.some((s) => s.sessionId === sessionId)) await refreshSessions();
+    return sessions.find((s) => s.sessionId === sessionId)?.title?.trim() ?? "";
   };
+  const previews = new PreviewController(host, async (sessionId, previewId, offset, length) => (await running()).readPreview(sessionId, previewId, offset, length));
   const tree = host.registerTree("turnstoned.sessions", () => sessionNodes(sessions, chat.currentSession));
   const chat = new ChatController(host, daemon, broker, {
     review: (sessionId, callId) => review.open(sessionId, callId),
-    sessionsChanged: () => void refreshSessions(),
+    sessionsChanged: () => {
+      void refreshSessions();
+      showStatus();
+    },
+    openPreview: (sessionId, previewId) => previews.show(sessionId, previewId),
+    sessionTitle,
   });
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
+  const shown: Shown = { host, chat, previews, sessionTitle };
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
 
-  let context: ContextFill | null = null;
+  // How full each session's context is; the status bar shows the chat's session.
+  const contexts = new Map<string, ContextFill>();
   const showStatus = () => {
-    const view = statusView(daemon.status, context);
+    const current = chat.currentSession;
+    const view = statusView(daemon.status, (current && contexts.get(current)) || null);
     host.setStatus(view.text, view.tooltip, "turnstoned.statusMenu");
+  };
+  const setContext = (sessionId: string, context: ContextFill) => {
+    contexts.set(sessionId, context);
+    if (sessionId === chat.currentSession) showStatus();
   };
   daemon.onState((state) => {
     showStatus();
     if (state.state === "ready") void refreshSessions();
   });
   daemon.onEvent((event) => {
-    if (event.method === "mcpServer/statusChanged") void daemon.refreshHealth();
-    if (event.method === "session/usage" && event.params.sessionId === chat.currentSession) {
-      context = { tokens: event.params.contextTokens, window: event.params.contextWindow };
-      showStatus();
+    if (event.method === "mcpServer/statusChanged") {
+      void daemon.refreshHealth();
+      return;
     }
+    // A session this window has not listed yet (a coordinator's child, just spawned).
+    if (!sessions.some((s) => s.sessionId === event.params.sessionId)) void refreshSessions();
+    if (event.method === "session/usage") setContext(event.params.sessionId, { tokens: event.params.contextTokens, window: event.params.contextWindow });
+    else if (event.method === "session/compacted") setContext(event.params.sessionId, { tokens: event.params.contextTokensAfter, window: event.params.contextWindow });
+    else if (event.method === "preview/open") void previewOpened(shown, event.params);
+    else if (event.method === "session/notice") void noticed(shown, event.params);
   });
 
   const commands: Record<string, (...args: unknown[]) => unknown> = {
@@ -122,6 +183,13 @@ export function startApp(host: Host): App {
       }
       await daemon.refreshHealth();
     },
+    "turnstoned.compact": () => chat.compact(),
+    "turnstoned.watches": async () => {
+      const client = await daemon.ready();
+      if (!client) return;
+      if (!features()?.watches) void host.info("This daemon has no watches (it predates protocol revision 1.3): update turnstoned.");
+      else await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
+    },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {
       const id = sessionArg(arg);
@@ -133,6 +201,7 @@ export function startApp(host: Host): App {
       if (!id || !client) return;
       await client.closeSession(id);
       broker.withdrawAll(id);
+      previews.closeSession(id);
       chat.closed(id);
       await refreshSessions();
     },
@@ -143,6 +212,8 @@ export function startApp(host: Host): App {
         "Show Output (protocol trace)": "turnstoned.showOutput",
         "Restart the Daemon": "turnstoned.restart",
         "MCP Servers": "turnstoned.mcpServers",
+        "Compact Conversation": "turnstoned.compact",
+        "Watches": "turnstoned.watches",
         "Set API Key": "turnstoned.setApiKey",
       };
       const picked = await host.pick(Object.entries(actions).map(([label, id]) => ({ label, value: id })).concat([{ label: "Open Settings", value: "settings" }]), { title: "turnstoned" });

@@ -1,7 +1,7 @@
 /** The chat view's host side: which session it shows, sending, interrupting, approvals. */
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
-import { daemonFeatures } from "./client";
+import { daemonFeatures, type TurnstonedClient } from "./client";
 import type { Attachment, FromWebview, ToWebview } from "./chat/messages";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
@@ -16,6 +16,10 @@ export interface ChatHooks {
   review(sessionId: string, callId: string): Promise<void>;
   /** The current session changed or a turn ended (the sessions tree may be stale). */
   sessionsChanged(): void;
+  /** "Show preview" on a card. */
+  openPreview(sessionId: string, previewId: string): Promise<void>;
+  /** A session's title for a prompt ("" when unknown). */
+  sessionTitle(sessionId: string): Promise<string>;
 }
 
 /** The riskiest rated call of a cycle, for a notification: " (high risk: deletes files …)". */
@@ -33,11 +37,22 @@ export function alwaysChoice(items: ApprovalRequestItem[]): string | null {
   return `Always allow ${[...new Set(items.flatMap((i) => i.grantRules ?? [i.approvalLabel]))].join(", ")}`;
 }
 
+/** The newest open top-level session whose working directory is `cwd`, if any. */
+async function newestSessionIn(client: TurnstonedClient, cwd: string, log: (line: string) => void): Promise<string | null> {
+  try {
+    return (await client.listSessions()).find((s) => s.cwd === cwd && s.status !== "closed" && !s.parentSessionId)?.sessionId ?? null;
+  } catch (err) {
+    log(`session/list: ${rpcError(err).message}`);
+    return null;
+  }
+}
+
 export class ChatController {
   private view: ChatView | null = null;
   private sessionId: string | null = null;
   private title = "";
   private folder: Folder | undefined;
+  private recall: boolean;
 
   constructor(
     private readonly host: Host,
@@ -46,7 +61,11 @@ export class ChatController {
     private readonly hooks: ChatHooks,
   ) {
     this.folder = host.activeFolder();
-    this.sessionId = this.folder ? host.memento<string>(SESSION_KEY + this.folder.path) ?? null : null;
+    const remembered = this.folder ? host.memento<string>(SESSION_KEY + this.folder.path) : "";
+    this.sessionId = remembered || null;
+    // Nothing remembered (a window that went down before its state was saved): the folder's
+    // newest session comes back. "" is a chat the user started over.
+    this.recall = remembered === undefined;
     daemon.onEvent((event) => {
       if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
       this.post({ type: "event", event });
@@ -87,6 +106,10 @@ export class ChatController {
     const client = await this.daemon.ready();
     const status = this.daemon.status;
     this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false, editArguments: false }) });
+    if (client && this.recall && this.folder) {
+      this.recall = false;
+      this.sessionId ??= await newestSessionIn(client, this.folder.path, (m) => this.host.log(m));
+    }
     if (!client || !this.sessionId) {
       this.clearPage();
       return;
@@ -134,7 +157,8 @@ export class ChatController {
 
   private setSession(sessionId: string | null): void {
     this.sessionId = sessionId;
-    if (this.folder) void this.host.setMemento(SESSION_KEY + this.folder.path, sessionId ?? undefined);
+    this.recall = false;
+    if (this.folder) void this.host.setMemento(SESSION_KEY + this.folder.path, sessionId ?? "");
     this.hooks.sessionsChanged();
   }
 
@@ -201,6 +225,29 @@ export class ChatController {
     }
   }
 
+  /** Compact the shown conversation's context now; say so when there was nothing to do. */
+  async compact(): Promise<void> {
+    const client = await this.daemon.ready();
+    if (!client || !this.sessionId) {
+      void this.host.info("Open a chat first: there is no conversation to compact.");
+      return;
+    }
+    const status = this.daemon.status;
+    if (status.state === "ready" && !daemonFeatures(status.health).compaction) {
+      void this.host.info("This daemon cannot compact a conversation (it predates protocol revision 1.4): update turnstoned.");
+      return;
+    }
+    try {
+      // "compacted": session/compacted draws the divider.
+      const result = await client.compact(this.sessionId);
+      if (result.status === "unchanged") void this.host.info("Nothing to compact yet: the conversation is only its most recent turns.");
+      else if (result.status === "scheduled") void this.host.info("The conversation will be compacted at the running turn's next step.");
+    } catch (err) {
+      const e = rpcError(err);
+      void this.host.warn(`Compacting failed: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
+    }
+  }
+
   /** A message from the webview. */
   async handle(message: FromWebview): Promise<void> {
     switch (message.type) {
@@ -215,6 +262,7 @@ export class ChatController {
         if (!(await this.host.insertAtCursor(message.text))) void this.host.info("Open an editor to insert the code into.");
         break;
       case "newChat": await this.newChat(); break;
+      case "openPreview": if (this.sessionId) await this.hooks.openPreview(this.sessionId, message.previewId); break;
       case "showOutput": this.host.showOutput(); break;
     }
   }
@@ -232,13 +280,24 @@ export class ChatController {
     if (!this.view?.visible || change.cycle.sessionId !== this.sessionId) void this.notify(change.cycle);
   }
 
+  /** Who asks: the session's model, or a task agent its call started. */
+  private asker(cycle: ApprovalRequestParams): string {
+    return cycle.parentCallId ? "turnstoned's task agent" : "turnstoned";
+  }
+
+  /** The session a question comes from, when the chat shows another (a coordinator's child). */
+  private async where(sessionId: string): Promise<string> {
+    if (sessionId === this.sessionId) return "";
+    return ` in session “${(await this.hooks.sessionTitle(sessionId)) || sessionId.slice(0, 8)}”`;
+  }
+
   /** The chat is not in sight: ask in a notification with the same choices. */
   private async notify(cycle: ApprovalRequestParams): Promise<void> {
     const gated = gatedItems(cycle);
     const what = gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`;
     const always = alwaysChoice(gated);
     const choices = ["Approve", ...(always ? [always] : []), "Deny…", "Show in Chat"];
-    const choice = await this.host.warn(`turnstoned asks to run ${what}${riskNote(gated)}`, ...choices);
+    const choice = await this.host.warn(`${this.asker(cycle)} asks to run ${what}${riskNote(gated)}${await this.where(cycle.sessionId)}`, ...choices);
     if (choice === "Approve") this.broker.answer(cycle.cycleId, { decision: "approve" });
     else if (choice?.startsWith("Always")) this.broker.answer(cycle.cycleId, { decision: "always" });
     else if (choice === "Deny…") {

@@ -14,11 +14,15 @@ import type {
   McpServerTrustResult,
   McpTrustRequestParams,
   McpTrustResponse,
+  PreviewReadResult,
+  SessionCompactResult,
   SessionInfo,
   SessionResumeResult,
   SessionStartParams,
   ToolInfo,
   TurnStartResult,
+  WatchCancelResult,
+  WatchInfo,
 } from "./protocol";
 import { Method } from "./protocol";
 
@@ -38,6 +42,8 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.turnCompleted,
   Method.sessionNotice,
   Method.sessionUsage,
+  Method.sessionCompacted,
+  Method.previewOpen,
   Method.mcpServerStatusChanged,
 ];
 
@@ -46,6 +52,10 @@ export interface DaemonFeatures {
   /** `calls` in approval answers; `fileChange/read`; `session/usage`. */
   perCallDecisions: boolean;
   editReview: boolean;
+  /** `watch/list` and `watch/cancel` (1.3). */
+  watches: boolean;
+  /** `session/compact` (1.4). */
+  compaction: boolean;
   /** `arguments` in a per-call decision: the user edits a call before it runs (1.5). */
   editArguments: boolean;
 }
@@ -58,7 +68,7 @@ function revisionAtLeast(revision: string | undefined, wanted: string): boolean 
 
 export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
   const v11 = revisionAtLeast(health.protocolRevision, "1.1");
-  return { perCallDecisions: v11, editReview: v11, editArguments: revisionAtLeast(health.protocolRevision, "1.5") };
+  return { perCallDecisions: v11, editReview: v11, editArguments: revisionAtLeast(health.protocolRevision, "1.5"), watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4") };
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
@@ -103,7 +113,7 @@ export class TurnstonedClient {
   }
 
   health(): Promise<DaemonHealthResult> {
-    return this.conn.request(Method.daemonHealth, null);
+    return this.conn.request(Method.daemonHealth, {});
   }
 
   async listSessions(): Promise<SessionInfo[]> {
@@ -141,6 +151,25 @@ export class TurnstonedClient {
   /** The whole proposed content of a pending write/edit call (protocol 1.1). */
   readFileChange(sessionId: string, callId: string): Promise<FileChangeReadResult> {
     return this.conn.request(Method.fileChangeRead, { sessionId, callId });
+  }
+
+  /** `length` bytes of a preview from `offset` (all of the rest without `length`), base64. */
+  readPreview(sessionId: string, previewId: string, offset = 0, length?: number): Promise<PreviewReadResult> {
+    return this.conn.request(Method.previewRead, { sessionId, previewId, offset, length: length ?? null });
+  }
+
+  /** Compact the session's context now (1.4). */
+  compact(sessionId: string): Promise<SessionCompactResult> {
+    return this.conn.request(Method.sessionCompact, { sessionId });
+  }
+
+  /** Active watches, of one session or of all. */
+  async watches(sessionId?: string): Promise<WatchInfo[]> {
+    return (await this.conn.request(Method.watchList, { sessionId: sessionId ?? null })).watches;
+  }
+
+  cancelWatch(sessionId: string, name: string): Promise<WatchCancelResult> {
+    return this.conn.request(Method.watchCancel, { sessionId, name });
   }
 
   async tools(sessionId?: string): Promise<ToolInfo[]> {

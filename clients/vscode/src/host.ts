@@ -6,6 +6,8 @@ import type { Excerpt } from "./chat/attachments";
 import type { FromWebview, ToWebview } from "./chat/messages";
 import type { Connection, Disposable } from "./connection";
 import type { Launch } from "./launch";
+import type { FromPreview, ToPreview } from "./preview/messages";
+import type { PreviewKind } from "./protocol";
 import type { Settings } from "./settings";
 
 export interface DaemonHooks {
@@ -50,6 +52,20 @@ export interface ChatViewProvider {
   onMessage(message: FromWebview): void;
 }
 
+/** A preview's webview panel beside the editor. */
+export interface PreviewPanel {
+  post(message: ToPreview): void;
+  reveal(): void;
+  dispose(): void;
+}
+
+export interface PreviewPanelHooks {
+  /** A message from the page; a (re)loaded page starts with `ready`. */
+  onMessage(message: FromPreview): void;
+  /** The user closed it. */
+  onDispose(): void;
+}
+
 export interface Folder {
   name: string;
   path: string;
@@ -83,6 +99,12 @@ export interface Host {
   registerChatView(provider: ChatViewProvider): ChatView;
   registerTree(viewId: string, roots: () => TreeNode[]): { refresh(): void };
   registerDocuments(scheme: string, provide: (uri: string) => Promise<string>): void;
+  /** Open a preview panel (its page runs `dist/preview.js`) beside the editor, not taking focus. */
+  openPreviewPanel(kind: PreviewKind, title: string, hooks: PreviewPanelHooks): PreviewPanel;
+  /** An http(s) URL in the user's browser (VS Code asks before it opens it). */
+  openExternal(url: string): void;
+  /** A local file in an editor. */
+  openFile(path: string): Promise<void>;
 
   /** The editor's selection (or undefined when nothing is selected). */
   selection(): Excerpt | undefined;

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.6";
+export const PROTOCOL_REVISION = "1.7";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -96,6 +96,18 @@ export interface ClientInfo {
   version?: string | null;
 }
 
+/**
+ * ``probe``: also ask the model server for its models (bounded: a few seconds).
+ */
+export interface DaemonHealthParams {
+  probe?: boolean;
+}
+
+/**
+ * ``modelReachable`` (with ``probe``): the model server answered ``/models`` (true, though
+ * ``modelError`` may say it answered with an error), could not be reached (false), or was
+ * not asked (null: no probe, or no model configured).
+ */
 export interface DaemonHealthResult {
   version: string;
   protocolVersion: number;
@@ -105,6 +117,9 @@ export interface DaemonHealthResult {
   model?: string | null;
   configError?: string | null;
   mcp: McpHealth;
+  modelUrl?: string | null;
+  modelReachable?: boolean | null;
+  modelError?: string | null;
   clients?: number;
   resident?: boolean;
 }
@@ -858,7 +873,7 @@ export interface ClientRequests {
   "mcpServer/list": { params: null; result: McpServerListResult };
   "mcpServer/refresh": { params: McpServerRefreshParams; result: McpServerRefreshResult };
   "mcpServer/trust": { params: McpServerTrustParams; result: McpServerTrustResult };
-  "daemon/health": { params: null; result: DaemonHealthResult };
+  "daemon/health": { params: DaemonHealthParams; result: DaemonHealthResult };
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
   "skill/list": { params: SkillListParams; result: SkillListResult };

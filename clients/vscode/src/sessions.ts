@@ -22,20 +22,34 @@ export function ago(iso: string, now: Date = new Date()): string {
 
 const ICONS: Record<SessionInfo["status"], string> = { idle: "comment-discussion", running: "sync~spin", closed: "archive" };
 
-/** One row per session, newest first; the one the chat shows is marked. */
+function sessionNode(s: SessionInfo, current: string | null, now: Date): TreeNode {
+  const title = s.title?.trim() || "(untitled)";
+  const mark = s.sessionId === current ? "● " : "";
+  const status = s.status === "idle" ? "" : ` · ${s.status}`;
+  const coordinator = s.kind === "coordinator";
+  return {
+    id: s.sessionId,
+    label: `${mark}${title}`,
+    description: `${coordinator ? "coordinator · " : ""}${basename(s.cwd)} · ${ago(s.updatedAt, now)}${status}`,
+    tooltip: `${title}\n${s.cwd}\nmodel: ${s.model ?? "default"}\nstarted ${s.createdAt}\nstatus: ${s.status}${s.parentSessionId ? "\nstarted by a coordinator session" : ""}`,
+    icon: coordinator && s.status !== "running" ? "organization" : ICONS[s.status] ?? "comment",
+    contextValue: s.status === "closed" ? "session.closed" : "session.open",
+    command: { id: RESUME_COMMAND, arg: s.sessionId },
+  };
+}
+
+/**
+ * One row per session, newest first; the one the chat shows is marked. A coordinator's
+ * children are listed under it (at the top level when it is not listed).
+ */
 export function sessionNodes(sessions: SessionInfo[], current: string | null, now: Date = new Date()): TreeNode[] {
-  return sessions.map((s) => {
-    const title = s.title?.trim() || "(untitled)";
-    const mark = s.sessionId === current ? "● " : "";
-    const status = s.status === "idle" ? "" : ` · ${s.status}`;
-    return {
-      id: s.sessionId,
-      label: `${mark}${title}`,
-      description: `${basename(s.cwd)} · ${ago(s.updatedAt, now)}${status}`,
-      tooltip: `${title}\n${s.cwd}\nmodel: ${s.model ?? "default"}\nstarted ${s.createdAt}\nstatus: ${s.status}`,
-      icon: ICONS[s.status] ?? "comment",
-      contextValue: s.status === "closed" ? "session.closed" : "session.open",
-      command: { id: RESUME_COMMAND, arg: s.sessionId },
-    };
-  });
+  const nodes = new Map(sessions.map((s) => [s.sessionId, sessionNode(s, current, now)]));
+  const roots: TreeNode[] = [];
+  for (const s of sessions) {
+    const node = nodes.get(s.sessionId)!;
+    const parent = s.parentSessionId ? nodes.get(s.parentSessionId) : undefined;
+    if (parent && parent !== node) (parent.children ??= []).push(node);
+    else roots.push(node);
+  }
+  return roots;
 }

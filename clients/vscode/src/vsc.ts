@@ -6,8 +6,11 @@ import type { Excerpt } from "./chat/attachments";
 import { chatHtml, makeNonce } from "./chat/html";
 import type { FromWebview } from "./chat/messages";
 import type { Connection } from "./connection";
-import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, TreeNode } from "./host";
+import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, PreviewPanel, PreviewPanelHooks, TreeNode } from "./host";
 import type { Launch } from "./launch";
+import { previewHtml } from "./preview/html";
+import type { FromPreview } from "./preview/messages";
+import type { PreviewKind } from "./protocol";
 import { readSettings, SETTINGS_SECTION, type Settings } from "./settings";
 
 const CHAT_VIEW = "turnstoned.chat";
@@ -136,6 +139,31 @@ function chatView(context: vscode.ExtensionContext, provider: ChatViewProvider):
   return handle;
 }
 
+function previewPanel(context: vscode.ExtensionContext, kind: PreviewKind, title: string, hooks: PreviewPanelHooks): PreviewPanel {
+  const media = vscode.Uri.joinPath(context.extensionUri, "media");
+  const dist = vscode.Uri.joinPath(context.extensionUri, "dist");
+  const panel = vscode.window.createWebviewPanel("turnstoned.preview", title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, {
+    enableScripts: true,
+    enableCommandUris: false,
+    localResourceRoots: [media, dist],
+    retainContextWhenHidden: true,
+  });
+  panel.iconPath = vscode.Uri.joinPath(media, "icon.svg");
+  panel.webview.onDidReceiveMessage((message: FromPreview) => hooks.onMessage(message));
+  panel.onDidDispose(() => hooks.onDispose());
+  panel.webview.html = previewHtml({
+    cspSource: panel.webview.cspSource,
+    nonce: makeNonce(),
+    scriptUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(dist, "preview.js")).toString(),
+    styleUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(media, "preview.css")).toString(),
+  }, kind, title);
+  return {
+    post: (message) => void panel.webview.postMessage(message),
+    reveal: () => panel.reveal(undefined, true),
+    dispose: () => panel.dispose(),
+  };
+}
+
 export function createHost(context: vscode.ExtensionContext): Host {
   const output = vscode.window.createOutputChannel("turnstoned", { log: true });
   const trace = traceChannel(output, context);
@@ -186,6 +214,9 @@ export function createHost(context: vscode.ExtensionContext): Host {
         provideTextDocumentContent: (uri) => provide(uri.toString(true)),
       }));
     },
+    openPreviewPanel: (kind, title, hooks) => previewPanel(context, kind, title, hooks),
+    openExternal: (url) => void vscode.env.openExternal(vscode.Uri.parse(url)),
+    openFile: async (path) => { await vscode.window.showTextDocument(vscode.Uri.file(path), { preview: true }); },
     selection: () => {
       const editor = vscode.window.activeTextEditor;
       if (!editor || editor.selection.isEmpty) return undefined;

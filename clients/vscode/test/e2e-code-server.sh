@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The extension in a real VS Code: code-server 4.100.3 (installed offline into a cache dir), the
 # .vsix installed into it, the repository's daemon and scripted model, driven by headless
-# Chromium through an edit reviewed in the diff editor, an interrupted command and a window
-# reload. Screenshots of each step go to test/artifacts/e2e/.
+# Chromium through an edit reviewed in the diff editor, an interrupted command, a window
+# reload, compaction and a preview panel. Screenshots of each step go to test/artifacts/e2e/.
 #   TURNSTONED_E2E_CACHE  where code-server is installed (default ~/.cache/turnstoned-e2e)
 #   CHROMIUM              the browser (default: chromium on PATH)
 set -euo pipefail
@@ -35,6 +35,7 @@ trap cleanup EXIT
 # The project the user works on.
 mkdir -p "$work/project" "$work/home" "$work/user/User" "$work/extensions" "$work/config"
 printf 'def greet():\n    return %s\n\n\nprint(greet())\n' "'hi'" > "$work/project/app.py"
+printf '# Release notes\n\n- **Faster** start\n- Context compaction\n\n| step | result |\n|---|---|\n| build | ok |\n' > "$work/project/NOTES.md"
 # A project MCP config: the extension must ask, showing the exact command, before it runs.
 cat > "$work/project/.mcp.json" <<JSON
 {"mcpServers": {"project-tools": {"command": "$python", "args": ["-I", "$repo/tests/mcp_servers/everything.py", "--name", "project-tools"], "env": {"API_TOKEN": "\${PROJECT_TOKEN}"}}}}
@@ -46,8 +47,12 @@ cat > "$work/script.json" <<'JSON'
   {"toolCalls": [["r1", "read_file", "{\"path\": \"app.py\"}"]]},
   {"toolCalls": [["e1", "edit_file", "{\"path\": \"app.py\", \"old_string\": \"return 'hi'\", \"new_string\": \"return 'hello'\"}"]]},
   {"text": "Changed the greeting in `app.py`:\n\n```python\ndef greet():\n    return 'hello'\n```\n\nRun `python app.py` to see it.", "reasoning": "Read app.py, then replace the returned string."},
-  {"toolCalls": [["b1", "bash", "{\"command\": \"echo build started; for i in $(seq 1 120); do echo step $i; sleep 1; done\"}"]]}
-], "default": "You're welcome. The session remembers the edit and the interrupted build."}
+  {"toolCalls": [["b1", "bash", "{\"command\": \"echo build started; for i in $(seq 1 120); do echo step $i; sleep 1; done\"}"]]},
+  {"text": "You're welcome. The session remembers the edit and the interrupted build."},
+  {"toolCalls": [["p1", "open_preview", "{\"target\": \"NOTES.md\", \"title\": \"Release notes\"}"]]},
+  {"text": "The release notes are open beside the chat."}
+], "summary": "The user had the greeting in app.py changed to hello (approved after review) and interrupted a slow build.",
+ "default": "You're welcome."}
 JSON
 mkfifo "$work/model.in"
 "$python" -I "$here/support/scripted_model.py" "$work/script.json" < "$work/model.in" > "$work/model.url" &
@@ -91,5 +96,12 @@ pids+=($!)
 for _ in $(seq 1 300); do grep -q "HTTP server listening" "$work/code-server.log" && break; sleep 0.1; done
 grep -q "HTTP server listening" "$work/code-server.log" || { cat "$work/code-server.log" >&2; exit 1; }
 
-node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "$work/project" "$here/artifacts/e2e"
+if ! node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "$work/project" "$here/artifacts/e2e"; then
+    # The extension's output channels (the daemon's log and the protocol trace) and the server's.
+    find "$work/user" -name '*turnstoned*.log' -print0 | while IFS= read -r -d '' log; do
+        echo "== $log" >&2; tail -n 120 "$log" >&2
+    done
+    echo "== code-server.log" >&2; tail -n 40 "$work/code-server.log" >&2
+    exit 1
+fi
 echo "code-server e2e passed in $((SECONDS - start)) s"

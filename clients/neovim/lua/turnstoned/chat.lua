@@ -22,6 +22,7 @@ local api = vim.api
 ---@field turn_id? string
 ---@field running boolean
 ---@field answering boolean    the assistant heading of this turn is written
+---@field prompt_pending? boolean a prompt was sent and its turn has not started
 ---@field info? turnstoned.SessionInfo
 ---@field usage? turnstoned.Usage      the last turn's token counts
 ---@field context? {tokens: integer, window: integer}
@@ -151,13 +152,26 @@ local function preview_lang(item)
   return item.tool == 'bash' and 'sh' or 'text'
 end
 
---- A tool call's lines: header, its preview fenced, then its output fenced.
+--- What the model asked for, when the user edited a call: the command, or the JSON.
+---@param item turnstoned.ToolCallItem
+---@return string?
+local function original(item)
+  local raw = item.originalArguments
+  if type(raw) ~= 'string' then
+    return nil
+  end
+  local ok, args = pcall(vim.json.decode, raw)
+  return ok and type(args) == 'table' and type(args.command) == 'string' and args.command or raw
+end
+
+--- A tool call's lines: header, what decided it, its preview fenced, then its output fenced.
 ---@param item turnstoned.ToolCallItem
 ---@param output? string
 ---@return string[]
 local function tool_lines(item, output)
   local header = (item.header ~= nil and item.header ~= '') and item.header or ('⚙ ' .. item.tool)
   local out = { (header:gsub('\n', ' ')) }
+  vim.list_extend(out, require('turnstoned.verdicts').card(item, original(item)))
   local preview = item.preview or ''
   if preview ~= '' and preview ~= header:gsub('^⚙ [^:]*: ', '') then
     vim.list_extend(out, { FENCE .. preview_lang(item), unpack(lines_of(preview)) })
@@ -177,6 +191,16 @@ end
 ---@return turnstoned.ChatItem
 function Chat:add_block(id, kind, lines, fold)
   self:heading()
+  return self:place_block(id, kind, lines, fold)
+end
+
+--- A block of lines (folded under its first when `fold` and `fold_tools` say so).
+---@param id string
+---@param kind string
+---@param lines string[]
+---@param fold boolean
+---@return turnstoned.ChatItem
+function Chat:place_block(id, kind, lines, fold)
   local row = tb.paragraph_row(self.buf)
   local item = { type = kind }
   local fold_on = fold and require('turnstoned.config').get().fold_tools
@@ -235,6 +259,8 @@ function Chat:item_started(item, parent_call_id)
   if item.type == 'userMessage' then
     self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil)
     return
+  elseif item.type == 'notice' then
+    return require('turnstoned.notices').item(self, item)
   end
   local agent = parent_call_id ~= nil
   self:edit(function()
@@ -245,13 +271,18 @@ function Chat:item_started(item, parent_call_id)
       local entry = self:add_block(item.id, item.type, call_lines(item, agent), true)
       entry.agent = agent
       self:set_status(entry, item.status)
-    elseif item.type == 'notice' then
-      local quoted = vim.tbl_map(function(line)
-        return '> ' .. line
-      end, lines_of('ℹ ' .. (item.text or '')))
-      tb.append_paragraph(self.buf, quoted)
     end
   end)
+end
+
+--- A session event: a block of its own (the next answer starts under a new heading).
+---@param id string
+---@param lines string[] a header, then what folds under it
+function Chat:event_block(id, lines)
+  self:edit(function()
+    self:place_block(id, 'notice', lines, #lines > 1)
+  end)
+  self.answering = false
 end
 
 --- Streamed text of a message or of reasoning.

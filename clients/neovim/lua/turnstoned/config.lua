@@ -11,6 +11,7 @@ local M = {}
 ---@field close? string|false           chat and prompt buffers, normal mode: close the windows
 ---@field diff_approve? string|false    review tab: approve this change
 ---@field diff_deny? string|false       review tab: deny this change (asks for a reason)
+---@field preview_open? string|false    web preview: open the page in the system viewer
 
 ---@class turnstoned.Config
 ---@field cmd string[]                  the daemon command
@@ -43,6 +44,7 @@ M.defaults = {
     close = 'q',
     diff_approve = 'ga',
     diff_deny = 'gr',
+    preview_open = 'gx',
   },
   log_level = 'info',
 }

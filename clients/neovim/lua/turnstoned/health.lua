@@ -62,7 +62,8 @@ local function check_start()
       info.protocol_revision, P.PROTOCOL_REVISION))
     if not client.has_revision(P.PROTOCOL_REVISION) then
       health.warn('the daemon is older than the plugin: what later revisions added (diff review, '
-        .. 'per-call decisions, context usage, previews) may be missing', { 'Update turnstoned' })
+        .. 'previews, watches, compaction, verdicts and edits, the model probe) may be missing',
+        { 'Update turnstoned' })
     end
   elseif info.protocol_version == nil then
     health.error('the daemon does not announce a turnstoned protocol version')
@@ -85,8 +86,21 @@ local function check_model(result)
       'Set OPENAI_BASE_URL (and TURNSTONED_MODEL), or [model] in ~/.config/turnstone/config.toml',
     })
   end
-  health.info('this daemon does not report whether the model server answers; a turn that '
-    .. 'cannot reach it ends with upstreamUnavailable')
+  local url = result.modelUrl or '?'
+  local problem = type(result.modelError) == 'string' and result.modelError or nil
+  if result.modelReachable == true and not problem then
+    health.ok('the model server answers: ' .. url)
+  elseif result.modelReachable == true then
+    health.warn(('the model server at %s answered with an error: %s'):format(url, problem),
+      { 'Check the API key (OPENAI_API_KEY, or [model] api_key_env) and the model name' })
+  elseif result.modelReachable == false then
+    health.error(('the model server cannot be reached: %s'):format(problem or url), {
+      'Start the model server, or fix OPENAI_BASE_URL ([model] base_url in config.toml)',
+    })
+  elseif result.model then
+    health.info('this daemon does not say whether the model server answers (it needs protocol 1.6); '
+      .. 'a turn that cannot reach it ends with upstreamUnavailable')
+  end
 end
 
 ---@param servers turnstoned.McpServerInfo[]
@@ -126,7 +140,7 @@ function M.check()
   end
   local client = require('turnstoned.client')
   local methods = require('turnstoned.protocol').methods
-  local err, result = client.request_sync(methods.daemon_health, nil, TIMEOUT_MS)
+  local err, result = client.request_sync(methods.daemon_health, { probe = true }, TIMEOUT_MS)
   if err or not result then
     return health.error('daemon/health failed: ' .. (err and err.message or '?'))
   end

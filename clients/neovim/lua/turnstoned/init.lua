@@ -152,6 +152,40 @@ function M.mcp()
   require('turnstoned.pickers').mcp()
 end
 
+--- The current session's grants (what runs without asking); revoke one.
+function M.grants()
+  wire()
+  require('turnstoned.permissions').grants()
+end
+
+--- The tool policies of the current session; trust or revoke the workspace's policies file.
+function M.policies()
+  wire()
+  require('turnstoned.permissions').policies()
+end
+
+--- The running watches; cancel one.
+function M.watches()
+  wire()
+  require('turnstoned.pickers').watches()
+end
+
+--- Compact the current chat's context now: older messages give way to a summary.
+function M.compact()
+  wire()
+  require('turnstoned.session').compact(function(err, result)
+    if err then
+      return vim.notify('turnstoned: cannot compact: ' .. err, vim.log.levels.ERROR)
+    end
+    local said = {
+      compacted = 'compacted',
+      scheduled = 'the running turn compacts at its next step',
+      unchanged = 'nothing is old enough to compact yet',
+    }
+    vim.notify('turnstoned: ' .. (said[result.status] or result.status))
+  end)
+end
+
 --- Show a preview the model opened in the current chat (pick one when there are several).
 function M.preview()
   wire()

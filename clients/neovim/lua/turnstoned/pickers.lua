@@ -1,4 +1,5 @@
---- `:TurnstonedSessions` and `:TurnstonedMcp`: lists shown through `vim.ui.select`.
+--- `:TurnstonedSessions`, `:TurnstonedMcp` and `:TurnstonedWatches`: lists shown through
+--- `vim.ui.select`.
 local client = require('turnstoned.client')
 local P = require('turnstoned.protocol')
 
@@ -14,7 +15,23 @@ end
 ---@param iso? string
 ---@return string
 local function when(iso)
-  return iso and iso:gsub('T', ' '):sub(1, 16) or ''
+  return type(iso) == 'string' and iso:gsub('T', ' '):sub(1, 16) or ''
+end
+
+--- `vim.ui.select` over `{id, label}` choices (or items with `format`); `on_choice(item)`.
+---@param items table[]
+---@param prompt string
+---@param kind string
+---@param on_choice fun(item?: table)
+---@param format? fun(item: table): string
+function M.select(items, prompt, kind, on_choice, format)
+  vim.ui.select(items, {
+    prompt = prompt,
+    kind = kind,
+    format_item = format or function(c)
+      return c.label
+    end,
+  }, on_choice)
 end
 
 --- Choices for the sessions picker: a new session, then every session, newest first.
@@ -39,13 +56,8 @@ function M.sessions(on_shown)
     if err then
       return notify('cannot list sessions: ' .. err.message, vim.log.levels.ERROR)
     end
-    vim.ui.select(M.session_choices(result.sessions or {}), {
-      prompt = 'turnstoned sessions',
-      kind = 'turnstoned.sessions',
-      format_item = function(c)
-        return c.label
-      end,
-    }, function(choice)
+    M.select(M.session_choices(result.sessions or {}), 'turnstoned sessions', 'turnstoned.sessions',
+      function(choice)
       if not choice then
         return
       end
@@ -116,13 +128,7 @@ end
 local function server_actions(server)
   local trust = require('turnstoned.trust')
   local project = trust.project_file(server)
-  vim.ui.select(M.server_actions(server), {
-    prompt = M.server_label(server),
-    kind = 'turnstoned.mcp',
-    format_item = function(a)
-      return a.label
-    end,
-  }, function(action)
+  M.select(M.server_actions(server), M.server_label(server), 'turnstoned.mcp', function(action)
     local id = action and action.id
     if id == 'refresh' then
       refresh(server.name)
@@ -146,13 +152,7 @@ function M.mcp()
     end
     local choices = vim.list_extend({}, servers)
     table.insert(choices, { name = '', status = '' })
-    vim.ui.select(choices, {
-      prompt = 'turnstoned MCP servers',
-      kind = 'turnstoned.mcp',
-      format_item = function(s)
-        return s.name == '' and '↻ refresh all' or M.server_label(s)
-      end,
-    }, function(choice)
+    M.select(choices, 'turnstoned MCP servers', 'turnstoned.mcp', function(choice)
       if not choice then
         return
       elseif choice.name == '' then
@@ -160,6 +160,71 @@ function M.mcp()
       else
         server_actions(choice)
       end
+    end, function(s)
+      return s.name == '' and '↻ refresh all' or M.server_label(s)
+    end)
+  end)
+end
+
+--- "5m", "1h30m", "45s".
+---@param seconds number
+---@return string
+local function every(seconds)
+  local s = math.floor(seconds)
+  local h, m, rest = math.floor(s / 3600), math.floor(s % 3600 / 60), s % 60
+  local out = (h > 0 and (h .. 'h') or '') .. (m > 0 and (m .. 'm') or '') .. (rest > 0 and (rest .. 's') or '')
+  return out ~= '' and out or '0s'
+end
+
+--- One watch on a line: name, interval, polls, next poll, command (and its session when
+--- it is not the current chat's).
+---@param w turnstoned.WatchInfo
+---@param current_sid? string
+---@return string
+function M.watch_label(w, current_sid)
+  local label = ('%-16s every %s · poll %d/%d · next %s · $ %s'):format(w.name, every(w.intervalSeconds),
+    w.pollCount or 0, w.maxPolls, when(w.nextPollAt):sub(12), (w.command:gsub('\n', ' ')))
+  if w.sessionId ~= current_sid then
+    label = label .. ('  [session %s]'):format(w.sessionId:sub(1, 8))
+  end
+  return label
+end
+
+---@param w turnstoned.WatchInfo
+local function cancel_watch(w)
+  client.request(methods.watch_cancel, { sessionId = w.sessionId, name = w.watchId }, function(err, result)
+    if err then
+      return notify('cannot cancel the watch: ' .. err.message, vim.log.levels.ERROR)
+    end
+    notify(result.cancelled and ('cancelled the watch ' .. w.name)
+      or ('the watch %s had already ended (%s)'):format(w.name, result.watch.ended or '?'))
+  end)
+end
+
+--- The running watches (of every session); pick one to cancel it.
+function M.watches()
+  local chat = require('turnstoned.session').peek()
+  local sid = chat and chat.sid
+  client.request(methods.watch_list, nil, function(err, result)
+    if err then
+      return notify('cannot list watches: ' .. err.message, vim.log.levels.ERROR)
+    end
+    local watches = result.watches or {}
+    if #watches == 0 then
+      return notify('no watch is running')
+    end
+    M.select(watches, 'turnstoned watches (next due first)', 'turnstoned.watches', function(w)
+      if not w then
+        return
+      end
+      M.select({ { id = 'cancel', label = 'Cancel this watch (it polls no more)' }, { id = 'keep', label = 'Keep it' } },
+        M.watch_label(w, sid), 'turnstoned.watches', function(action)
+          if action and action.id == 'cancel' then
+            cancel_watch(w)
+          end
+        end)
+    end, function(w)
+      return M.watch_label(w, sid)
     end)
   end)
 end

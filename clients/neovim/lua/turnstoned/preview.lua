@@ -1,6 +1,7 @@
 --- Previews the model opens (`open_preview`): named in the transcript; `:TurnstonedPreview`
---- shows the text kinds in a read-only buffer and hands PDFs and images to the system
---- opener (the content is untrusted: nothing in it runs inside Neovim).
+--- shows the text kinds in a read-only buffer (a web page as its text) and hands PDFs and
+--- images to the system opener. The content is untrusted: nothing in it runs inside
+--- Neovim, and a web page handed to a browser carries the daemon's Content-Security-Policy.
 local client = require('turnstoned.client')
 local P = require('turnstoned.protocol')
 
@@ -31,7 +32,35 @@ local function filetype(p)
     local ct = p.contentType or ''
     return ct:find('json', 1, true) and 'json' or ct:find('tab', 1, true) and 'tsv' or 'csv'
   end
-  return ({ web = 'html', markdown = 'markdown', text = 'text' })[p.kind]
+  return ({ web = 'markdown', markdown = 'markdown', text = 'text' })[p.kind]
+end
+
+---@param p turnstoned.PreviewOpen
+---@param ext string
+---@param bytes string
+---@return string path
+local function temp_file(p, ext, bytes)
+  local path = vim.fn.tempname() .. '.' .. ext
+  local file = assert(io.open(path, 'wb'))
+  file:write(bytes)
+  file:close()
+  return path
+end
+
+---@param path string
+local function system_open(path)
+  local _, err = vim.ui.open(path)
+  notify(err and ('saved %s (%s)'):format(path, err) or ('opened ' .. path))
+end
+
+--- A web page for the system viewer: its policy (no scripts, no network loads) first, so
+--- it holds for everything after it. `sandbox` cannot be set this way and is left out.
+---@param p turnstoned.PreviewOpen
+---@param bytes string
+function M.open_web(p, bytes)
+  local csp = (p.csp or ''):gsub('%s*;?%s*sandbox%s*$', ''):gsub('"', '')
+  local meta = ('<meta http-equiv="Content-Security-Policy" content="%s">\n'):format(csp)
+  system_open(temp_file(p, 'html', meta .. bytes))
 end
 
 ---@param p turnstoned.PreviewOpen
@@ -40,7 +69,8 @@ local function show_text(p, bytes)
   local buf = api.nvim_create_buf(false, true)
   pcall(api.nvim_buf_set_name, buf, ('turnstoned://preview/%s/%s'):format(p.previewId:sub(1, 8), p.title))
   vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = 'nofile', 'wipe', false
-  local lines = vim.split(bytes, '\r?\n')
+  local text = p.kind == 'web' and require('turnstoned.html').to_text(bytes) or bytes
+  local lines = vim.split(text, '\r?\n')
   if lines[#lines] == '' then
     table.remove(lines)
   end
@@ -49,19 +79,23 @@ local function show_text(p, bytes)
   vim.bo[buf].filetype = filetype(p) or ''
   vim.cmd('botright split')
   api.nvim_win_set_buf(0, buf)
-  vim.wo[0][0].winbar = (' preview: %s%%=%s '):format(p.title:gsub('%%', '%%%%'), p.source:gsub('%%', '%%%%'))
+  local key = require('turnstoned.config').get().keymaps.preview_open
+  local hint = ''
+  if p.kind == 'web' and key then
+    vim.keymap.set('n', key, function()
+      M.open_web(p, bytes)
+    end, { buffer = buf, desc = 'turnstoned: open this page in the system viewer (no scripts)' })
+    hint = (' · %s: in the system viewer'):format(key)
+  end
+  vim.wo[0][0].winbar = (' preview: %s%%=%s%s '):format(p.title:gsub('%%', '%%%%'), p.source:gsub('%%', '%%%%'),
+    hint:gsub('%%', '%%%%'))
 end
 
 ---@param p turnstoned.PreviewOpen
 ---@param bytes string
 local function show_file(p, bytes)
   local ext = p.kind == 'pdf' and 'pdf' or ((p.contentType or ''):match('^image/([%w]+)') or 'bin')
-  local path = vim.fn.tempname() .. '.' .. ext
-  local file = assert(io.open(path, 'wb'))
-  file:write(bytes)
-  file:close()
-  local _, err = vim.ui.open(path)
-  notify(err and ('saved %s (%s)'):format(path, err) or ('opened ' .. path))
+  system_open(temp_file(p, ext, bytes))
 end
 
 --- Fetch a preview's content and show it.

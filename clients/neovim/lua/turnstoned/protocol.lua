@@ -71,7 +71,10 @@
 ---@field name string
 ---@field version? string|nil
 
----@class turnstoned.DaemonHealthResult
+---@class turnstoned.DaemonHealthParams ``probe``: also ask the model server for its models (bounded: a few seconds).
+---@field probe? boolean
+
+---@class turnstoned.DaemonHealthResult ``modelReachable`` (with ``probe``): the model server answered ``/models`` (true, though ``modelError`` may say it answered with an error), could not be reached (false), or was not asked (null: no probe, or no model configured).
 ---@field version string
 ---@field protocolVersion integer
 ---@field protocolRevision? string
@@ -80,6 +83,9 @@
 ---@field model? string|nil
 ---@field configError? string|nil
 ---@field mcp turnstoned.McpHealth
+---@field modelUrl? string|nil
+---@field modelReachable? boolean|nil
+---@field modelError? string|nil
 ---@field clients? integer
 ---@field resident? boolean
 
@@ -578,7 +584,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.6"
+M.PROTOCOL_REVISION = "1.7"
 
 --- Every method name of the protocol.
 M.methods = {

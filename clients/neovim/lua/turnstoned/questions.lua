@@ -175,13 +175,21 @@ function M.select(q, prompt, choices, on_choice)
   end)
 end
 
+--- `vim.ui.input` for `q`; `on_text(text)` (nil when cancelled).
+---@param q turnstoned.Question
+---@param opts table vim.ui.input options (prompt, default)
+---@param on_text fun(text?: string)
+function M.input(q, opts, on_text)
+  watch(q, function(answer)
+    vim.ui.input(opts, answer)
+  end, on_text)
+end
+
 --- Ask for the reason the model reads with a denial (nil when empty).
 ---@param q turnstoned.Question
 ---@param on_reason fun(reason?: string)
 function M.reason(q, on_reason)
-  watch(q, function(answer)
-    vim.ui.input({ prompt = 'Reason for the model (optional): ' }, answer)
-  end, function(text)
+  M.input(q, { prompt = 'Reason for the model (optional): ' }, function(text)
     on_reason((text and text ~= '') and text or nil)
   end)
 end

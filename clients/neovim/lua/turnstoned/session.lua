@@ -105,7 +105,10 @@ end
 ---@type table<string, fun(chat: turnstoned.Chat, p: table)>
 local handlers = {
   [methods.turn_started] = function(chat, p)
-    chat.running, chat.turn_id = true, p.turnId
+    if not chat.prompt_pending then -- the daemon started it (a watch fired): a new answer
+      chat.answering = false
+    end
+    chat.running, chat.turn_id, chat.prompt_pending = true, p.turnId, false
     working(chat)
     refresh()
   end,
@@ -133,6 +136,11 @@ local handlers = {
     chat.context = { tokens = p.contextTokens, window = p.contextWindow }
     refresh()
   end,
+  [methods.session_compacted] = function(chat, p)
+    chat.context = { tokens = p.contextTokensAfter, window = p.contextWindow }
+    require('turnstoned.notices').compacted(chat, p)
+    refresh()
+  end,
 }
 
 --- A session-level notice: in its transcript; the model's `notify` also as a notification,
@@ -144,9 +152,7 @@ local function notice(p)
     vim.notify((title and (title .. ': ') or '') .. (p.text or ''), vim.log.levels.INFO,
       { title = 'turnstoned' })
   end
-  route(p, function(chat)
-    chat:note('> ℹ ' .. (p.text or ''):gsub('\n', ' '))
-  end)
+  route(p, require('turnstoned.notices').live)
 end
 
 ---@param code integer
@@ -192,6 +198,9 @@ local function start_turn(chat, text, mark, retried)
         start_turn(chat, text, mark, true)
       end)
     end
+    if err or result.queued then
+      chat.prompt_pending = false
+    end
     if err then
       return chat:note('> ✗ ' .. err.message)
     end
@@ -217,12 +226,14 @@ function M.send(text)
   local chat = M.current()
   local mark = chat:user(text)
   chat.title = chat.title or vim.split(text, '\n')[1]
+  chat.prompt_pending = true
   if chat.sid then
     return start_turn(chat, text, mark)
   end
   local cwd = M.cwd()
   client.request(methods.session_start, { cwd = cwd }, function(err, result)
     if err then
+      chat.prompt_pending = false
       return chat:note('> ✗ cannot start a session: ' .. err.message)
     end
     chat.info = chat.info or { cwd = cwd }
@@ -272,6 +283,18 @@ function M.resume(sid, cb)
     end
     current = chat
     cb(nil, chat)
+  end)
+end
+
+--- Compact the current chat's context now (`session/compact`); `cb(err, result)`.
+---@param cb fun(err?: string, result?: turnstoned.SessionCompactResult)
+function M.compact(cb)
+  local chat = current
+  if not (chat and chat.sid) then
+    return cb('this chat has no session yet')
+  end
+  client.request(methods.session_compact, { sessionId = chat.sid }, function(err, result)
+    cb(err and err.message, result)
   end)
 end
 

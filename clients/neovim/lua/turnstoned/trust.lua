@@ -1,6 +1,7 @@
---- Project MCP configs: a repository's `.mcp.json` starts its servers only once you trust
---- that exact file. The daemon asks when a session opens there; `:TurnstonedMcp` trusts or
---- revokes on demand. Either way you see what would run before you answer.
+--- Project files that need your trust: a repository's `.mcp.json` starts its servers, and
+--- its `.turnstone/policies.toml` lets its allow rules run calls unasked, only once you
+--- trust that exact file. The daemon asks when a session opens there; `:TurnstonedMcp` and
+--- `:TurnstonedPolicies` trust or revoke on demand. Either way you see the file first.
 local client = require('turnstoned.client')
 local P = require('turnstoned.protocol')
 local questions = require('turnstoned.questions')
@@ -50,6 +51,46 @@ function M.describe(params)
   return out
 end
 
+--- One tool policy on a line: "allow bash · command npm test (priority 5) — reason".
+---@param pol turnstoned.PolicyInfo
+---@return string
+function M.policy_line(pol)
+  local what = { pol.label or '*' }
+  if type(pol.command) == 'string' then
+    what[#what + 1] = 'command ' .. pol.command
+  end
+  if type(pol.path) == 'string' then
+    what[#what + 1] = 'path ' .. pol.path
+  end
+  local line = ('%-5s %s'):format(pol.action, table.concat(what, ' · '))
+  if (pol.priority or 0) ~= 0 then
+    line = line .. (' (priority %d)'):format(pol.priority)
+  end
+  if pol.reason and pol.reason ~= '' then
+    line = line .. ' — ' .. pol.reason:gsub('\n', ' ')
+  end
+  if pol.active == false then
+    line = line .. '  [not applied: ' .. (pol.note or 'inactive') .. ']'
+  end
+  return line
+end
+
+--- What a workspace's policies file would let through, and what applies whatever you say.
+---@param params turnstoned.PolicyTrustRequestParams
+---@return string[]
+function M.describe_policies(params)
+  local out = { ('Tool policies of %s'):format(params.configPath), '' }
+  if params.previouslyTrusted then
+    vim.list_extend(out, { 'You trusted an earlier version of this file; it has changed since.', '' })
+  end
+  vim.list_extend(out, { 'Its deny and ask rules apply whatever you answer. Trusting it lets its',
+    'allow rules run matching calls without asking you:', '' })
+  for _, pol in ipairs(params.policies or {}) do
+    out[#out + 1] = '  ' .. M.policy_line(pol)
+  end
+  return out
+end
+
 --- Show `lines` in a window at the top while the question `q` is open.
 ---@param q turnstoned.Question
 ---@param lines string[]
@@ -63,7 +104,7 @@ local function preview(q, lines)
     win = -1,
     height = math.min(#lines, math.floor(vim.o.lines / 2)),
   })
-  vim.wo[win][0].winbar = ' turnstoned: what this project config would run'
+  vim.wo[win][0].winbar = ' turnstoned: what this project file would do'
   questions.on_close(q, function()
     if api.nvim_win_is_valid(win) then
       api.nvim_win_close(win, true)
@@ -104,6 +145,18 @@ function M.request(params, respond)
   }, M.describe(params), 'dismiss', respond)
 end
 
+--- The daemon asks whether a workspace's policies file may allow calls.
+---@param params turnstoned.PolicyTrustRequestParams
+---@param respond fun(result: table)
+function M.policy_request(params, respond)
+  local where = vim.fn.fnamemodify(params.configPath, ':~')
+  ask('policy-trust:' .. params.hash, ('Let the allow rules of %s run calls unasked?'):format(where), {
+    { id = 'trust', label = 'Trust this file (its allow rules apply)' },
+    { id = 'deny', label = 'Deny (never ask about this version again)' },
+    { id = 'dismiss', label = 'Not now (ask at the next session)' },
+  }, M.describe_policies(params), 'dismiss', respond)
+end
+
 --- The project config a server comes from, if any.
 ---@param server turnstoned.McpServerInfo
 ---@return string?
@@ -111,26 +164,42 @@ function M.project_file(server)
   return server.origin and server.origin:match('^project:(.+)$')
 end
 
+--- The two kinds of project file: how to trust one, what trusting it does, what the
+--- answer lists.
+local KINDS = {
+  mcp = { method = methods.mcp_server_trust, effect = 'start its servers', list = function(result)
+    return vim.tbl_map(function(s)
+      return ('%s %s'):format(s.name, s.status)
+    end, result.servers or {})
+  end },
+  policies = { method = methods.policy_trust, effect = 'let its allow rules apply', list = function(result)
+    return vim.tbl_map(function(pol)
+      return ('%s %s'):format(pol.action, pol.active == false and 'inactive' or 'active')
+    end, result.policies or {})
+  end },
+}
+
+---@param kind 'mcp'|'policies'
 ---@param path string
 ---@param trusted boolean
 ---@param hash? string
-local function set_trust(path, trusted, hash)
-  client.request(methods.mcp_server_trust, { configPath = path, trusted = trusted, hash = hash },
-    function(err, result)
-      if err then
-        return vim.notify('turnstoned: ' .. err.message, vim.log.levels.ERROR)
-      end
-      local states = vim.tbl_map(function(s)
-        return ('%s %s'):format(s.name, s.status)
-      end, result.servers or {})
-      vim.notify(('turnstoned: %s %s%s'):format(trusted and 'trusted' or 'revoked', path,
-        #states > 0 and (': ' .. table.concat(states, ', ')) or ''))
-    end)
+local function set_trust(kind, path, trusted, hash)
+  local k = KINDS[kind]
+  client.request(k.method, { configPath = path, trusted = trusted, hash = hash }, function(err, result)
+    if err then
+      return vim.notify('turnstoned: ' .. err.message, vim.log.levels.ERROR)
+    end
+    local listed = k.list(result)
+    vim.notify(('turnstoned: %s %s%s'):format(trusted and 'trusted' or 'revoked', path,
+      #listed > 0 and (': ' .. table.concat(listed, ', ')) or ''))
+  end)
 end
 
---- Trust a project config after showing it as it is on disk (the hash pins that content).
+--- Trust a project file after showing it as it is on disk (the hash pins that content).
 ---@param path string
-function M.trust_file(path)
+---@param kind? 'mcp'|'policies' (default 'mcp')
+function M.trust_file(path, kind)
+  kind = kind or 'mcp'
   local file = io.open(path, 'rb')
   if not file then
     return vim.notify('turnstoned: cannot read ' .. path, vim.log.levels.ERROR)
@@ -138,25 +207,28 @@ function M.trust_file(path)
   local text = file:read('*a')
   file:close()
   local lines = vim.list_extend({ path, '' }, vim.split(text, '\n', { plain = true }))
-  ask('trust-file:' .. path, ('Trust %s and start its servers?'):format(vim.fn.fnamemodify(path, ':~')), {
+  local where = vim.fn.fnamemodify(path, ':~')
+  ask('trust-file:' .. path, ('Trust %s and %s?'):format(where, KINDS[kind].effect), {
     { id = 'trust', label = 'Trust this file as shown' },
     { id = 'cancel', label = 'Cancel' },
   }, lines, 'cancel', function(answer)
     if answer.decision == 'trust' then
-      set_trust(path, true, vim.fn.sha256(text))
+      set_trust(kind, path, true, vim.fn.sha256(text))
     end
   end)
 end
 
---- Stop a project config's servers and forget that it was trusted.
+--- Forget that a project file was trusted (an MCP config's servers stop).
 ---@param path string
-function M.revoke_file(path)
-  set_trust(path, false)
+---@param kind? 'mcp'|'policies' (default 'mcp')
+function M.revoke_file(path, kind)
+  set_trust(kind or 'mcp', path, false)
 end
 
 --- Answer the daemon's trust questions (called once, on first use).
 function M.wire()
   client.on_request(methods.mcp_server_request_trust, M.request)
+  client.on_request(methods.policy_request_trust, M.policy_request)
 end
 
 return M

@@ -46,11 +46,13 @@ function M.decorate(win)
   wo.fillchars = 'fold: ,eob: '
 end
 
+--- A token count as the winbar says it: 950, 32.8k.
 ---@param n integer
 ---@return string
-local function short(n)
+function M.short(n)
   return n >= 1000 and ('%.1fk'):format(n / 1000) or tostring(n)
 end
+local short = M.short
 
 --- What the winbar and the statusline component say about a chat.
 ---@param chat? turnstoned.Chat

@@ -105,7 +105,7 @@ H.test('a tool call is approved through vim.ui.select; its output streams into a
   H.wait_turns(chat, 4)
   H.eq(#seen, 1, 'approval prompts')
   H.ok(seen[1].prompt:find('echo streamed-line', 1, true), 'the prompt names the command: ' .. seen[1].prompt)
-  H.eq(seen[1].labels[2], 'Always (allow bash for this session)', 'the grant is spelled out')
+  H.eq(seen[1].labels[2], 'Always (allow bash:@read-only for this session)', 'the rule it saves')
   local header = line_of(chat, '⚙ bash')
   H.ok(H.text(chat.buf):find('streamed%-line\nsecond%-line'), 'the output is in the block')
   H.ok(status_at(chat, header):find('done', 1, true), 'status: ' .. status_at(chat, header))
@@ -288,6 +288,38 @@ H.test("the model's notify reaches vim.notify", function()
   local note = H.notified_by('Turnstoned Tell me when the build is green', 'the notification')
   H.wait_turns(chat, 14)
   H.eq(note, 'CI: The build is green.', 'the notification')
+end)
+
+H.test('a web preview is shown as its text; gx hands the page to the system viewer without scripts', function()
+  local chat = session.current()
+  vim.fn.writefile({ '<html><head><title>Guide</title><script>alert("hi")</script></head>',
+    '<body><h1>Server guide</h1><p>Run <b>make</b> &amp; wait.</p></body></html>' }, H.workspace .. '/guide.html')
+  H.stub_select(function(_, labels)
+    return H.find(labels, labels[1]:find('^Approve') and 'Approve' or 'guide.html')
+  end)
+  model.push({ tool_calls = { { 'call-web', 'open_preview', '{"target": "guide.html"}' } } }, { text = 'Here.' })
+  turnstoned.ask('Show the guide')
+  H.wait_turns(chat, 15)
+  H.ok(H.text(chat.buf):find('📄 preview (web): guide.html', 1, true), H.text(chat.buf))
+  local before = api.nvim_get_current_win()
+  vim.cmd('TurnstonedPreview')
+  H.wait('the preview buffer', function()
+    return api.nvim_get_current_win() ~= before
+  end)
+  H.eq(H.text(0), '# Server guide\n\nRun make & wait.', 'the page as text')
+  H.eq(vim.bo.filetype, 'markdown', 'its filetype')
+  local opened
+  vim.ui.open = function(path)
+    opened = path
+    return nil, nil
+  end
+  api.nvim_feedkeys('gx', 'x', false)
+  H.ok(opened and opened:match('%.html$'), 'an .html file for the system viewer: ' .. tostring(opened))
+  local written = table.concat(vim.fn.readfile(opened), '\n')
+  H.ok(written:find("^<meta http%-equiv=\"Content%-Security%-Policy\" content=\"default%-src 'none';"), written)
+  H.ok(not written:find('sandbox', 1, true), 'sandbox cannot be set by a meta tag: ' .. written)
+  H.ok(written:find('<script>alert("hi")</script>', 1, true), 'the page follows, as it was')
+  vim.cmd.close()
 end)
 
 H.test('the screen shows folded tool blocks, statuses and usage (artifact)', function()

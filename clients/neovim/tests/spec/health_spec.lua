@@ -20,7 +20,8 @@ H.test(':checkhealth turnstoned reports OK with a working daemon and model', fun
     'OK Neovim 0.', 'OK configuration is valid', 'OK daemon command: ' .. H.daemon,
     'OK daemon started: turnstoned',
     'OK protocol version 1, revision ' .. require('turnstoned.protocol').PROTOCOL_REVISION,
-    'OK model configured: scripted', 'no MCP servers configured',
+    'OK model configured: scripted', 'OK the model server answers: ' .. model.base_url,
+    'no MCP servers configured',
   }) do
     H.ok(report:find(want, 1, true), ('%q in the report:\n%s'):format(want, report))
   end
@@ -77,6 +78,30 @@ H.test(':TurnstonedLog shows the plugin log and the daemon stderr section', func
   H.ok(text:find('daemon ready: turnstoned', 1, true), text)
   H.ok(text:find('# daemon stderr', 1, true), text)
   vim.cmd.close()
+end)
+
+--- A loopback port nothing listens on.
+---@return integer
+local function closed_port()
+  local tcp = assert(vim.uv.new_tcp())
+  tcp:bind('127.0.0.1', 0)
+  local port = tcp:getsockname().port
+  tcp:close()
+  return port
+end
+
+H.test(':checkhealth says when the model server cannot be reached', function()
+  require('turnstoned').stop()
+  local url = ('http://127.0.0.1:%d/v1'):format(closed_port())
+  local config = vim.g.turnstoned
+  config.cmd = { H.daemon }
+  config.env.OPENAI_BASE_URL = url
+  vim.g.turnstoned = config
+  local report = checkhealth()
+  H.ok(report:find('OK model configured: scripted', 1, true), report)
+  H.ok(report:find('ERROR the model server cannot be reached: Cannot reach the model server at ' .. url, 1, true),
+    report)
+  H.ok(report:find('Start the model server, or fix OPENAI_BASE_URL', 1, true), 'the advice:\n' .. report)
 end)
 
 H.test(':checkhealth names a daemon command that is not installed', function()

@@ -39,7 +39,8 @@ H.test('the plugin loads without setup() and defines its commands, nothing more'
     end
     local commands = {}
     for _, c in ipairs({ 'Turnstoned', 'TurnstonedInterrupt', 'TurnstonedSessions',
-                         'TurnstonedMcp', 'TurnstonedLog', 'TurnstonedPreview' }) do
+                         'TurnstonedMcp', 'TurnstonedLog', 'TurnstonedPreview', 'TurnstonedGrants',
+                         'TurnstonedPolicies', 'TurnstonedWatches', 'TurnstonedCompact' }) do
       commands[c] = vim.fn.exists(':' .. c) == 2
     end
     io.stdout:write('RESULT' .. vim.json.encode({
@@ -82,6 +83,8 @@ H.test(':help turnstoned and every command has a help tag', function()
     local found = {}
     for _, tag in ipairs({ 'turnstoned', ':Turnstoned', ':TurnstonedInterrupt', ':TurnstonedSessions',
         ':TurnstonedMcp', ':TurnstonedLog', ':TurnstonedPreview', 'turnstoned-preview', 'turnstoned-config', 'turnstoned-approvals',
+        ':TurnstonedGrants', ':TurnstonedPolicies', ':TurnstonedWatches', ':TurnstonedCompact', 'turnstoned-grants',
+        'turnstoned-policies', 'turnstoned-watches', 'turnstoned-compaction',
         'turnstoned-review', 'turnstoned-health', 'turnstoned-mcp-trust', 'turnstoned-api', 'turnstoned-transport',
         'turnstoned.setup()', 'turnstoned-install' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))

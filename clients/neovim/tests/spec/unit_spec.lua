@@ -157,6 +157,68 @@ H.test('an approval from a session not open here names that session', function()
   H.eq(answer, { decision = 'approve' }, 'the answer')
 end)
 
+H.test('a web page becomes its text: no script, style or comment, entities decoded, blocks on lines', function()
+  local page = '<!DOCTYPE html><html><head><title>Guide</title><style>body{color:red}</style>'
+    .. '<script>alert("x")</script></head><body><h1>Server guide</h1><p>Start it with <b>make run</b> '
+    .. '&amp; wait &#8212; or &#x41;.</p><ul><li>fast</li><li>small</li></ul><!-- hidden <p>x</p> -->'
+    .. '<SCRIPT type="x">document.write("no")</SCRIPT><header>Top</header><p>a < b and c > d</p>'
+    .. '<script>never closed <p>gone</p>'
+  H.eq(require('turnstoned.html').to_text(page),
+    '# Server guide\n\nStart it with make run & wait — or A.\n\n- fast\n- small\n\nTop\n\na < b and c > d',
+    'the text')
+end)
+
+H.test('a web page of hostile shapes takes time in proportion to its size', function()
+  local html = require('turnstoned.html')
+  local function ms(piece, bytes)
+    local page = string.rep(piece, math.floor(bytes / #piece))
+    local t0 = vim.uv.hrtime()
+    html.to_text(page)
+    return (vim.uv.hrtime() - t0) / 1e6
+  end
+  for _, piece in ipairs({ '<', '<script', '<head', '<!--', '&aaaaaaa', '<a' }) do
+    local small, large = ms(piece, 200000), ms(piece, 800000)
+    -- Quadratic work would take 16 times as long for four times the input.
+    H.ok(large < 10 * small + 200, ('%q: %.0f ms for 200 kB, %.0f ms for 800 kB'):format(piece, small, large))
+  end
+end)
+
+H.test('arguments to edit are one key per line, and only a JSON object is taken back', function()
+  local edit = require('turnstoned.edit')
+  H.eq(edit.pretty({ path = 'a.txt', content = 'x\ny' }), { '{', '  "content": "x\\ny",', '  "path": "a.txt"', '}' },
+    'pretty')
+  H.eq(edit.parse(edit.pretty({ path = 'a.txt', content = 'x\ny' })), { path = 'a.txt', content = 'x\ny' }, 'parsed')
+  H.eq(select(2, edit.parse({ '[1, 2]' })), 'the arguments must be a JSON object', 'an array')
+  H.ok(select(2, edit.parse({ '{"path": ' })):find('^not JSON'), 'broken JSON')
+end)
+
+H.test('Always lists the rules it saves, and is not offered when it would save none', function()
+  local seen = H.stub_select(function()
+    return nil -- dismissed: denied
+  end)
+  local function ask(items)
+    local answer
+    require('turnstoned.approval').request({ sessionId = 'other', turnId = 't', cycleId = 'c' .. #seen, items = items },
+      function(result)
+        answer = result
+      end)
+    H.wait('the answer', function()
+      return answer ~= nil
+    end)
+    return seen[#seen].labels
+  end
+  local function call(id, header, rules)
+    return { callId = id, tool = 'bash', header = header, needsApproval = true, approvalLabel = 'bash', grantRules = rules,
+      verdict = { risk = #rules > 0 and 'low' or 'high', recommendation = 'review', rule = 'r', reason = 'why' } }
+  end
+  local labels = ask({ call('a', '⚙ bash: git status', { 'bash:git status' }), call('b', '⚙ bash: npm test', { 'bash:npm test' }) })
+  H.eq(labels[2], 'Always all 2 (allow bash:git status, bash:npm test for this session)', 'two rules')
+  labels = ask({ call('a', '⚙ bash: ls', { 'bash:@read-only' }), call('b', '⚙ bash: rm -rf x', {}) })
+  H.eq(labels[2], 'Always all 2 (allow bash:@read-only for this session); 1 call still asks each time', 'one saves none')
+  labels = ask({ call('a', '⚙ bash: rm -rf x', {}) })
+  H.eq(labels, { 'Approve', 'Deny…' }, 'nothing to save, nothing to edit (its arguments are unknown)')
+end)
+
 H.test('the statusline component is empty before the first prompt', function()
   H.eq(require('turnstoned').status(), '', 'status()')
 end)

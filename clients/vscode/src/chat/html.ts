@@ -16,7 +16,8 @@ export function makeNonce(random: () => number = Math.random): string {
   return out;
 }
 
-function attr(value: string): string {
+/** A value safe inside a double-quoted attribute (or as element text). */
+export function escapeAttr(value: string): string {
   return value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 }
 
@@ -34,18 +35,26 @@ export function contentSecurityPolicy(cspSource: string, nonce: string): string 
   ].join("; ");
 }
 
-export function chatHtml(src: PageSources): string {
+/** A webview page: the policy, the stylesheet, the body, and the one nonce'd script last. */
+export function webviewPage(src: PageSources, policy: string, title: string, body: string): string {
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${attr(contentSecurityPolicy(src.cspSource, src.nonce))}">
+<meta http-equiv="Content-Security-Policy" content="${escapeAttr(policy)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${attr(src.styleUri)}">
-<title>turnstoned</title>
+<link rel="stylesheet" href="${escapeAttr(src.styleUri)}">
+<title>${escapeAttr(title)}</title>
 </head>
 <body>
-<div id="banner" hidden></div>
+${body}
+<script nonce="${escapeAttr(src.nonce)}" src="${escapeAttr(src.scriptUri)}"></script>
+</body>
+</html>`;
+}
+
+export function chatHtml(src: PageSources): string {
+  return webviewPage(src, contentSecurityPolicy(src.cspSource, src.nonce), "turnstoned", `<div id="banner" hidden></div>
 <main id="transcript" aria-live="polite"></main>
 <footer id="composer">
   <div id="attachments"></div>
@@ -56,8 +65,5 @@ export function chatHtml(src: PageSources): string {
     <button id="stop" class="secondary" hidden title="Interrupt the running turn">Stop</button>
     <button id="send" title="Send (Enter)">Send</button>
   </div>
-</footer>
-<script nonce="${attr(src.nonce)}" src="${attr(src.scriptUri)}"></script>
-</body>
-</html>`;
+</footer>`);
 }

@@ -34,4 +34,5 @@ export type FromWebview =
   | { type: "copy"; text: string }
   | { type: "insert"; text: string }
   | { type: "newChat" }
+  | { type: "openPreview"; previewId: string }
   | { type: "showOutput" };

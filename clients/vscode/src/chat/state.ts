@@ -3,12 +3,26 @@
  * requests and history items. No DOM here, so it is tested in Node.
  */
 import type { DaemonEvent } from "../client";
-import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, ToolCallItem, Usage, Verdict } from "../protocol";
+import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, PreviewKind, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
 import { errorHint } from "./hints";
 
 export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean }
 export interface TextEntry { kind: "agent" | "reasoning"; id: string; text: string; done: boolean }
-export interface NoticeEntry { kind: "notice"; id: string; noticeKind: string; text: string }
+/** `headline` (a watch's name and reason, a notification's title) leads a long `text`. */
+export interface NoticeEntry { kind: "notice"; id: string; noticeKind: string; text: string; headline?: string }
+/**
+ * Where the older part of the context became a summary. Live (`session/compacted`) it has
+ * the figures; from history (a `compacted` notice item) only the line and the summary.
+ */
+export interface CompactionEntry {
+  kind: "compaction";
+  id: string;
+  text: string;
+  summary: string;
+  figures: { trigger: string; mode: string; messages: number; before: number; after: number; window: number } | null;
+}
+/** A preview the model opened from a tool call (the card offers to show it again). */
+export interface PreviewLink { previewId: string; title: string; kind: PreviewKind }
 export interface ErrorEntry { kind: "error"; id: string; errorKind: string; message: string; hint: string }
 
 /** The approval a tool card is waiting for. */
@@ -43,6 +57,9 @@ export interface ToolEntry {
   error: string | null;
   /** The file a write/edit call proposes to change, with its unified diff. */
   fileChange: FileChange | null;
+  /** What a task agent run by this call did: its messages and tool calls, in order. */
+  children: Entry[];
+  previews: PreviewLink[];
   /** How risky the call looks: the daemon's rule table, and its LLM judge when it has one. */
   verdict: Verdict | null;
   judgeVerdict: Verdict | null;
@@ -58,7 +75,7 @@ export interface ToolEntry {
   policy: string | null;
 }
 
-export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry;
+export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry | CompactionEntry;
 
 export interface ChatState {
   sessionId: string | null;
@@ -78,9 +95,31 @@ export function emptyState(sessionId: string | null = null, title = ""): ChatSta
   return { sessionId, title, entries: [], turnId: null, lastUsage: null, context: null, cycles: {}, seq: 0 };
 }
 
-function find<K extends Entry["kind"]>(state: ChatState, id: string, kind: K): Extract<Entry, { kind: K }> | undefined {
-  const entry = state.entries.find((e) => e.id === id && e.kind === kind);
+function find<K extends Entry["kind"]>(list: Entry[], id: string, kind: K): Extract<Entry, { kind: K }> | undefined {
+  const entry = list.find((e) => e.id === id && e.kind === kind);
   return entry as Extract<Entry, { kind: K }> | undefined;
+}
+
+/** Every entry, a task agent's nested ones right after their call's card. */
+export function* walk(entries: readonly Entry[]): Generator<Entry> {
+  for (const entry of entries) {
+    yield entry;
+    if (entry.kind === "tool") yield* walk(entry.children);
+  }
+}
+
+/** The tool card of a call, wherever it is nested. */
+export function toolCard(state: ChatState, callId: string): ToolEntry | undefined {
+  for (const entry of walk(state.entries)) if (entry.kind === "tool" && entry.callId === callId) return entry;
+  return undefined;
+}
+
+/**
+ * The list an item goes into: a task agent's items (`parentCallId`) under its call's card, or
+ * the transcript itself when that card is not known.
+ */
+function listFor(state: ChatState, parentCallId: string | null | undefined): Entry[] {
+  return (parentCallId ? toolCard(state, parentCallId)?.children : undefined) ?? state.entries;
 }
 
 function toolEntry(item: ToolCallItem): ToolEntry {
@@ -108,6 +147,8 @@ function toolEntry(item: ToolCallItem): ToolEntry {
     originalArguments: item.originalArguments ?? null,
     grantRules: null,
     policy: null,
+    children: [],
+    previews: [],
   };
 }
 
@@ -121,29 +162,29 @@ function rate(card: ToolEntry, item: ApprovalRequestItem, judgePending: boolean)
   card.policy = item.policy ?? null;
 }
 
-function upsertItem(state: ChatState, item: Item, done: boolean): void {
+function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] = state.entries): void {
   switch (item.type) {
     case "userMessage":
-      state.entries.push({ kind: "user", id: item.id, text: item.text, queued: false });
+      list.push({ kind: "user", id: item.id, text: item.text, queued: false });
       return;
     case "agentMessage":
     case "reasoning": {
       const kind = item.type === "agentMessage" ? "agent" : "reasoning";
-      const existing = find(state, item.id, kind);
+      const existing = find(list, item.id, kind);
       if (existing) {
         // The completed item is authoritative; deltas only ever preview it.
         if (done || item.text) existing.text = item.text ?? existing.text;
         existing.done = done;
       } else {
-        state.entries.push({ kind, id: item.id, text: item.text ?? "", done });
+        list.push({ kind, id: item.id, text: item.text ?? "", done });
       }
       return;
     }
     case "toolCall": {
-      const existing = find(state, item.id, "tool");
+      const existing = find(list, item.id, "tool");
       const next = toolEntry(item);
       if (!existing) {
-        state.entries.push(next);
+        list.push(next);
         return;
       }
       const streamed = existing.output;
@@ -152,16 +193,39 @@ function upsertItem(state: ChatState, item: Item, done: boolean): void {
         ...next, approval: existing.approval, decision: existing.decision,
         verdict: next.verdict ?? existing.verdict, judgeVerdict: next.judgeVerdict ?? existing.judgeVerdict,
         judging: !done && existing.judging, autoApproved: next.autoApproved ?? existing.autoApproved,
-        grantRules: existing.grantRules, policy: existing.policy,
+        grantRules: existing.grantRules, policy: existing.policy, children: existing.children, previews: existing.previews,
       });
       if (!done && !next.output) existing.output = streamed;
       if (done) existing.approval = null;
       return;
     }
     case "notice":
-      state.entries.push({ kind: "notice", id: item.id, noticeKind: item.kind, text: item.text });
+      if (item.kind === "compacted") list.push({ kind: "compaction", id: item.id, text: item.text, summary: item.detail ?? "", figures: null });
+      else list.push(noticeEntry(item.id, item.kind, item.text));
       return;
   }
+}
+
+/** A watch report's first line (`[Watch "ci" — poll #3/100, …]`) names it; show that first. */
+function noticeEntry(id: string, noticeKind: string, text: string, data?: SessionNotice["data"]): NoticeEntry {
+  const entry: NoticeEntry = { kind: "notice", id, noticeKind, text };
+  const field = (key: string) => (typeof data?.[key] === "string" ? (data[key] as string) : "");
+  if (noticeKind === "watch") {
+    const name = field("name");
+    const reason = field("reason");
+    entry.headline = name ? `“${name}”${reason ? `: ${reason}` : ""}` : (text.split("\n")[0] ?? "");
+  } else if (noticeKind === "notify") {
+    entry.headline = field("title");
+  }
+  if (!entry.headline) delete entry.headline;
+  return entry;
+}
+
+function compactionEntry(id: string, event: SessionCompacted): CompactionEntry {
+  return {
+    kind: "compaction", id, text: event.text, summary: event.summary ?? "",
+    figures: { trigger: event.trigger, mode: event.mode, messages: event.messages, before: event.contextTokensBefore, after: event.contextTokensAfter, window: event.contextWindow },
+  };
 }
 
 /** Redraw a session from `session/resume` history. */
@@ -184,22 +248,27 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
     case "turn/started":
       state.turnId = event.params.turnId;
       break;
-    case "item/started":
-      upsertItem(state, event.params.item, false);
+    case "item/started": {
+      upsertItem(state, event.params.item, false, listFor(state, event.params.parentCallId));
+      // The agent's first step: its call is running (it streams no output of its own).
+      const parent = event.params.parentCallId ? toolCard(state, event.params.parentCallId) : undefined;
+      if (parent?.status === "pending" && !parent.approval) parent.status = "running";
       break;
+    }
     case "item/completed":
-      upsertItem(state, event.params.item, true);
+      upsertItem(state, event.params.item, true, listFor(state, event.params.parentCallId));
       break;
     case "item/agentMessage/delta":
     case "item/reasoning/delta": {
       const kind = event.method === "item/agentMessage/delta" ? "agent" : "reasoning";
-      const entry = find(state, event.params.itemId, kind);
+      const list = listFor(state, event.params.parentCallId);
+      const entry = find(list, event.params.itemId, kind);
       if (entry) entry.text += event.params.delta;
-      else state.entries.push({ kind, id: event.params.itemId, text: event.params.delta, done: false });
+      else list.push({ kind, id: event.params.itemId, text: event.params.delta, done: false });
       break;
     }
     case "item/toolCall/outputDelta": {
-      const entry = find(state, event.params.itemId, "tool");
+      const entry = find(listFor(state, event.params.parentCallId), event.params.itemId, "tool");
       if (entry && entry.status !== "completed" && entry.status !== "failed") {
         entry.output += event.params.chunk;
         if (entry.status === "pending") entry.status = "running";
@@ -211,7 +280,7 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
       break;
     case "approval/verdicts":
       for (const [callId, verdict] of Object.entries(event.params.verdicts)) {
-        const card = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === callId);
+        const card = toolCard(state, callId);
         if (card) Object.assign(card, { judgeVerdict: verdict, judging: false });
       }
       break;
@@ -222,8 +291,19 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
       state.context = { tokens: event.params.contextTokens, window: event.params.contextWindow, estimated: event.params.estimated ?? false };
       break;
     case "session/notice":
-      state.entries.push({ kind: "notice", id: `notice-${++state.seq}`, noticeKind: event.params.kind, text: event.params.text });
+      state.entries.push(noticeEntry(`notice-${++state.seq}`, event.params.kind, event.params.text, event.params.data));
       break;
+    case "session/compacted":
+      state.entries.push(compactionEntry(`compacted-${++state.seq}`, event.params));
+      state.context = { tokens: event.params.contextTokensAfter, window: event.params.contextWindow, estimated: true };
+      break;
+    case "preview/open": {
+      const card = toolCard(state, event.params.callId);
+      if (card && !card.previews.some((p) => p.previewId === event.params.previewId)) {
+        card.previews.push({ previewId: event.params.previewId, title: event.params.title, kind: event.params.kind });
+      }
+      break;
+    }
   }
   return state;
 }
@@ -231,7 +311,7 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
 function completeTurn(state: ChatState, done: Extract<DaemonEvent, { method: "turn/completed" }>["params"]): void {
   state.turnId = null;
   state.lastUsage = done.usage ?? state.lastUsage;
-  for (const entry of state.entries) {
+  for (const entry of walk(state.entries)) {
     if (entry.kind === "user") entry.queued = false;
     if (entry.kind === "agent" || entry.kind === "reasoning") entry.done = true;
     if (entry.kind === "tool") entry.approval = null;
@@ -244,15 +324,15 @@ function completeTurn(state: ChatState, done: Extract<DaemonEvent, { method: "tu
   }
 }
 
-function cardFor(state: ChatState, item: ApprovalRequestItem): ToolEntry {
-  const existing = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === item.callId);
+function cardFor(state: ChatState, item: ApprovalRequestItem, parentCallId?: string | null): ToolEntry {
+  const existing = toolCard(state, item.callId);
   if (existing) return existing;
   // The request can overtake the call's item/started; draw the card from the request.
   const entry: ToolEntry = toolEntry({
     type: "toolCall", id: item.callId, callId: item.callId, tool: item.tool, header: item.header,
     preview: item.preview ?? "", needsApproval: item.needsApproval, status: "pending", isError: false,
   });
-  state.entries.push(entry);
+  listFor(state, parentCallId).push(entry);
   return entry;
 }
 
@@ -265,11 +345,11 @@ export function applyApproval(state: ChatState, cycle: ApprovalRequestParams, sp
   const gated = cycle.items.filter((i) => i.needsApproval);
   for (const item of cycle.items) {
     // Calls that run anyway say why on their cards (they may have none yet).
-    const card = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === item.callId);
+    const card = toolCard(state, item.callId);
     if (card && !item.needsApproval) rate(card, item, false);
   }
   gated.forEach((item, index) => {
-    const card = cardFor(state, item);
+    const card = cardFor(state, item, cycle.parentCallId);
     rate(card, item, cycle.judgePending ?? false);
     card.approval = { cycleId: cycle.cycleId, label: item.approvalLabel, siblings: gated.length - 1, lead: index === 0, split: split && gated.length > 1 };
     card.error = item.error ?? null;
@@ -295,7 +375,7 @@ function word(decision: string): string {
  */
 export function clearCycle(state: ChatState, cycleId: string, decision?: string, calls?: Record<string, string>): ChatState {
   const callIds = new Set(state.cycles[cycleId] ?? []);
-  for (const entry of state.entries) {
+  for (const entry of walk(state.entries)) {
     if (entry.kind !== "tool" || (entry.approval?.cycleId !== cycleId && !callIds.has(entry.callId))) continue;
     entry.approval = null;
     const own = calls?.[entry.callId] ?? decision;
@@ -307,8 +387,8 @@ export function clearCycle(state: ChatState, cycleId: string, decision?: string,
 
 /** One call of a split cycle was decided; the answer waits for the others. */
 export function decideCall(state: ChatState, cycleId: string, callId: string, decision: string): ChatState {
-  const card = state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.callId === callId && e.approval?.cycleId === cycleId);
-  if (card) {
+  const card = toolCard(state, callId);
+  if (card?.approval?.cycleId === cycleId) {
     card.approval = null;
     card.decision = `${word(decision)}; waiting for the other calls`;
   }

@@ -1,5 +1,5 @@
-/** DOM for transcript entries: messages, reasoning, notices, errors and tool cards. */
-import type { Entry, ErrorEntry, NoticeEntry, TextEntry, ToolEntry, UserEntry } from "../chat/state";
+/** DOM for transcript entries: messages, reasoning, notices, errors, compactions and tool cards. */
+import type { CompactionEntry, Entry, ErrorEntry, NoticeEntry, TextEntry, ToolEntry, UserEntry } from "../chat/state";
 import { h, setText, toggle } from "./dom";
 import { patchMarkdown } from "./markdown";
 
@@ -72,7 +72,41 @@ function textNode(entry: TextEntry, node: HTMLElement): void {
 }
 
 function noticeNode(entry: NoticeEntry, node: HTMLElement): void {
-  once(node, entry.text, () => node.replaceChildren(h("span", { class: "notice-kind" }, entry.noticeKind), " ", entry.text));
+  once(node, `${entry.headline}|${entry.text}`, () => {
+    const badge = h("span", { class: "notice-kind" }, entry.noticeKind);
+    if (entry.noticeKind === "watch") {
+      // A watch report carries the command's output: the headline, the report folded.
+      node.replaceChildren(h("details", { class: "notice-body" }, h("summary", {}, badge, " ", entry.headline ?? "watch fired"), h("pre", {}, entry.text)));
+    } else if (entry.headline) {
+      node.replaceChildren(badge, " ", h("strong", {}, entry.headline), " ", entry.text);
+    } else {
+      node.replaceChildren(badge, " ", entry.text);
+    }
+  });
+}
+
+/** 12400 → "12.4k" */
+function tokens(n: number): string {
+  return n >= 1000 ? `${(n / 1000).toFixed(n >= 100_000 ? 0 : 1).replace(/\.0$/, "")}k` : String(n);
+}
+
+/** A divider where the older context became a summary; the summary folded under it. */
+function compactionNode(entry: CompactionEntry, node: HTMLElement): void {
+  once(node, `${entry.text}|${entry.summary}`, () => {
+    const f = entry.figures;
+    const label = f
+      ? `Context compacted${f.trigger === "auto" ? "" : ` (${f.trigger})`} · ${tokens(f.before)} → ${tokens(f.after)} of ${tokens(f.window)} tokens · ${f.messages} messages ${f.mode === "summary" ? "summarised" : "dropped"}`
+      : "Context compacted";
+    const body = h("div", { class: "compaction-body" }, h("p", { class: "compaction-text" }, entry.text));
+    if (entry.summary) {
+      const md = h("div", { class: "md" });
+      patchMarkdown(md, entry.summary);
+      body.append(md);
+    }
+    node.replaceChildren(
+      h("div", { class: "divider", role: "separator", title: entry.text }, h("span", {}, label)),
+      h("details", { class: "compaction-summary" }, h("summary", {}, entry.summary ? "Summary the model reads from here on" : "No summary (older messages dropped)"), body));
+  });
 }
 
 function errorNode(entry: ErrorEntry, node: HTMLElement): void {
@@ -200,6 +234,42 @@ function statusWord(entry: ToolEntry): string {
   return entry.status;
 }
 
+/** Buttons that show again the previews the call opened. */
+function previewsPart(entry: ToolEntry, node: HTMLElement): void {
+  const key = entry.previews.map((p) => p.previewId).join(",");
+  const old = node.querySelector<HTMLElement>(":scope > .previews");
+  if ((old?.dataset.key ?? "") === key) return;
+  old?.remove();
+  if (!key) return;
+  const row = h("div", { class: "previews", "data-key": key });
+  for (const p of entry.previews) row.append(h("button", { class: "secondary", "data-action": "openPreview", "data-preview": p.previewId, title: `Show the ${p.kind} preview again` }, `Show preview: ${p.title}`));
+  node.querySelector(":scope > .effect")?.after(row);
+}
+
+/** What a task agent did, nested in its call's card: open while it works or asks. */
+function agentPart(entry: ToolEntry, node: HTMLElement, features: CardFeatures): void {
+  let section = node.querySelector<HTMLDetailsElement>(":scope > details.agent-work");
+  if (!entry.children.length) {
+    section?.remove();
+    return;
+  }
+  if (!section) {
+    section = h("details", { class: "agent-work" }, h("summary", {}), h("div", { class: "agent-items" }));
+    const effect = node.querySelector(":scope > .effect");
+    if (effect) effect.after(section);
+    else node.append(section);
+  }
+  const tools = entry.children.filter((e): e is ToolEntry => e.kind === "tool");
+  const asking = tools.some((t) => t.approval !== null);
+  const working = entry.status === "running" || entry.status === "pending";
+  const state = asking ? " · waiting for approval" : working ? " · working" : "";
+  setText(section.querySelector("summary")!, `Task agent · ${tools.length} tool call${tools.length === 1 ? "" : "s"}${state}`);
+  // The user's own choice (clicking the summary) wins, except that a question always shows.
+  if (asking) section.open = true;
+  else if (!section.hasAttribute("data-user")) section.open = working;
+  drawList(section.querySelector<HTMLElement>(".agent-items")!, entry.children, features);
+}
+
 function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): void {
   node.className = `entry tool status-${entry.approval ? "asking" : entry.status}${entry.isError ? " is-error" : ""}`;
   const head = part(node, "card-head", () => h("div", { class: "card-head" }, h("span", { class: "dot" }), h("span", { class: "header" }), h("span", { class: "status" })));
@@ -215,12 +285,16 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   const output = part(node, "output", () => h("details", { class: "output" }, h("summary", {}, "Output"), h("pre", {})));
   const text = entry.output.length > OUTPUT_TAIL ? `…\n${entry.output.slice(-OUTPUT_TAIL)}` : entry.output;
   setText(output.querySelector("pre")!, text);
-  toggle(output, text !== "");
+  // A task agent's answer is its call's output: shown once, as the agent's last message.
+  const answered = entry.children.some((c) => c.kind === "agent" && c.text.trim() === entry.output.trim());
+  toggle(output, text !== "" && !answered);
   if (entry.status === "running" && !output.hasAttribute("data-touched")) (output as HTMLDetailsElement).open = true;
   const effect = part(node, "effect", () => h("div", { class: "effect" }));
   setText(effect, entry.effectStatus && entry.effectStatus !== "none" ? `effect: ${entry.effectStatus}` : entry.effectStatus === "none" ? "effect: none (it never ran)" : "");
   toggle(effect, Boolean(entry.effectStatus));
   fileChangePart(entry, node);
+  previewsPart(entry, node);
+  agentPart(entry, node, features);
   const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}|${features.editArguments}|${entry.grantRules?.join(",")}|${entry.policy}` : "";
   const old = node.querySelector<HTMLElement>(":scope > .approval");
   if ((old?.getAttribute("data-key") ?? "") !== key) {
@@ -243,6 +317,28 @@ export function drawEntry(entry: Entry, node: HTMLElement | undefined, features:
     case "notice": noticeNode(entry, el); break;
     case "error": errorNode(entry, el); break;
     case "tool": toolNode(entry, el, features); break;
+    case "compaction": compactionNode(entry, el); break;
   }
   return el;
+}
+
+/** The node drawn for each entry of a container, by kind and id. */
+const drawn = new WeakMap<HTMLElement, Map<string, HTMLElement>>();
+
+/** Draw `entries` into `container` in order, reusing the nodes already there. */
+export function drawList(container: HTMLElement, entries: readonly Entry[], features: CardFeatures): void {
+  let nodes = drawn.get(container);
+  if (!nodes) drawn.set(container, (nodes = new Map()));
+  const seen = new Set<string>();
+  let previous: Element | null = null;
+  for (const entry of entries) {
+    const key = `${entry.kind}:${entry.id}`;
+    seen.add(key);
+    const node = drawEntry(entry, nodes.get(key), features);
+    nodes.set(key, node);
+    const expected: Element | null = previous ? previous.nextElementSibling : container.firstElementChild;
+    if (expected !== node) container.insertBefore(node, expected);
+    previous = node;
+  }
+  for (const [key, node] of nodes) if (!seen.has(key)) { node.remove(); nodes.delete(key); }
 }

@@ -2,10 +2,10 @@
 import type { ApprovalAnswer } from "../approvals";
 import { composePrompt } from "../chat/attachments";
 import type { Attachment, FromWebview, ToWebview } from "../chat/messages";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, type ChatState, type ToolEntry } from "../chat/state";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, walk, type ChatState, type ToolEntry } from "../chat/state";
 import type { Decision } from "../protocol";
 import { h, setText, toggle } from "./dom";
-import { drawEntry, editedArguments, type CardFeatures } from "./entries";
+import { drawList, editedArguments, type CardFeatures } from "./entries";
 import { codeOf } from "./markdown";
 
 interface VsCodeApi {
@@ -25,8 +25,9 @@ const chips = $<HTMLElement>("attachments");
 let state: ChatState = emptyState();
 let features: CardFeatures = { perCallDecisions: false, editReview: false, editArguments: false };
 let attachments: Attachment[] = [];
-const nodes = new Map<string, HTMLElement>();
 let scheduled = false;
+/** The next draw scrolls to the end whatever was in sight (the user just sent something). */
+let toEnd = false;
 
 function post(message: FromWebview): void {
   vscode.postMessage(message);
@@ -40,20 +41,10 @@ function schedule(): void {
 
 function draw(): void {
   scheduled = false;
-  const stick = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  const stick = toEnd || transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  toEnd = false;
   if (state.entries.length) transcript.querySelector(":scope > .empty")?.remove();
-  const seen = new Set<string>();
-  let previous: Element | null = null;
-  for (const entry of state.entries) {
-    const key = `${entry.kind}:${entry.id}`;
-    seen.add(key);
-    const node = drawEntry(entry, nodes.get(key), features);
-    nodes.set(key, node);
-    const expected: Element | null = previous ? previous.nextElementSibling : transcript.firstElementChild;
-    if (expected !== node) transcript.insertBefore(node, expected);
-    previous = node;
-  }
-  for (const [key, node] of nodes) if (!seen.has(key)) { node.remove(); nodes.delete(key); }
+  drawList(transcript, state.entries, features);
   if (!state.entries.length) transcript.replaceChildren(h("div", { class: "empty" }, "Ask about this workspace, or add a selection or file to the chat from the editor’s context menu."));
   drawComposer();
   if (stick) transcript.scrollTop = transcript.scrollHeight;
@@ -117,6 +108,7 @@ function send(): void {
   state = addUserMessage(state, prompt, running);
   if (!running) state.turnId = STARTING;
   post({ type: "send", text: prompt });
+  toEnd = true;
   input.value = "";
   attachments = [];
   schedule();
@@ -124,7 +116,9 @@ function send(): void {
 
 function cardOf(el: Element): ToolEntry | undefined {
   const id = el.closest<HTMLElement>(".entry.tool")?.dataset.id;
-  return state.entries.find((e): e is ToolEntry => e.kind === "tool" && e.id === id);
+  // A task agent's cards are nested in its call's card.
+  for (const e of walk(state.entries)) if (e.kind === "tool" && e.id === id) return e;
+  return undefined;
 }
 
 function answer(button: HTMLElement, action: string): void {
@@ -159,6 +153,8 @@ function answer(button: HTMLElement, action: string): void {
 
 document.addEventListener("click", (event) => {
   const target = event.target as HTMLElement;
+  // A section the user opened or closed stays so (see agentPart).
+  target.closest("summary")?.parentElement?.setAttribute("data-user", "");
   const button = target.closest<HTMLElement>("[data-action], [data-remove]");
   if (!button) return;
   if (button.dataset.remove !== undefined) {
@@ -175,6 +171,8 @@ document.addEventListener("click", (event) => {
     if (card) post({ type: "review", callId: card.callId });
   } else if (action === "showOutput") {
     post({ type: "showOutput" });
+  } else if (action === "openPreview") {
+    post({ type: "openPreview", previewId: button.dataset.preview ?? "" });
   } else if (action === "edit") {
     const editor = button.closest(".approval")?.querySelector<HTMLElement>(".edit");
     if (editor) {

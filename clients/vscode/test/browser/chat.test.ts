@@ -1,33 +1,24 @@
 /** The chat page in headless Chromium: a recorded turn replayed, Approve clicked, what it posts. */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { FromWebview, ToWebview } from "../../src/chat/messages";
-import { CHROMIUM, CHROMIUM_ARGS, servePage, type PageServer } from "../support/page";
+import { browserRig } from "../support/page";
 
 const ARTIFACTS = path.resolve(__dirname, "../artifacts");
 const recording = JSON.parse(fs.readFileSync(path.resolve(__dirname, "../fixtures/approval-turn.json"), "utf8")) as { sessionId: string; messages: ToWebview[] };
 
-let browser: Browser;
-let server: PageServer;
+const rig = browserRig();
 let page: Page;
 const problems: string[] = [];
 
-beforeAll(async () => {
-  server = await servePage();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
 beforeEach(async () => {
   problems.length = 0;
-  page = await browser.newPage({ viewport: { width: 420, height: 760 } });
+  page = await rig.browser.newPage({ viewport: { width: 420, height: 760 } });
   page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(m.text()); });
   page.on("pageerror", (e) => problems.push(String(e)));
-  await page.goto(server.url);
+  await page.goto(rig.server.url);
   await page.waitForFunction(() => (window as unknown as { __posted: FromWebview[] }).__posted.some((m) => m.type === "ready"));
 });
 

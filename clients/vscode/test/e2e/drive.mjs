@@ -1,6 +1,7 @@
 // Drives the workbench of code-server in headless Chromium through what a new user does:
 // open the chat, ask for an edit, review it in the diff editor, approve, see the file change,
-// interrupt a long command, reload the window and find the session again.
+// interrupt a long command, reload the window and find the session again, compact the
+// conversation, and look at a preview the model opened.
 // Usage: node drive.mjs WORKBENCH_URL PROJECT_DIR ARTIFACT_DIR
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -163,9 +164,32 @@ try {
   await shot("e2e-12-mcp", "the MCP servers quick pick: status and tool/resource/prompt counts");
   await server.click();
   await page.locator('.notifications-toasts:has-text("project-tools: unchanged")').first().waitFor();
+
+  // 7. Compact the conversation on demand: a divider in the chat, the summary folded under it.
+  await runCommand("turnstoned: Compact Conversation");
+  const divider = chat().locator(".entry.compaction .divider");
+  await divider.waitFor();
+  if (!/^Context compacted \(manual\) · /.test(await divider.innerText())) throw new Error(`divider: ${await divider.innerText()}`);
+  await chat().locator(".entry.compaction summary").click();
+  await chat().locator('.entry.compaction .md:has-text("interrupted a slow build")').waitFor();
+  await shot("e2e-13-compacted", "Compact Conversation: a divider with the context before and after, the summary the model now reads");
+
+  // 8. The model opens a preview: a panel beside the chat renders it (the chat's webview is
+  // the first, the panel's the second).
+  await ask("Show me the release notes");
+  const preview = page.frameLocator("iframe.webview.ready >> nth=1").frameLocator("iframe#active-frame");
+  await preview.locator('.md h1:has-text("Release notes")').waitFor();
+  await preview.locator(".md table td").first().waitFor();
+  await page.locator('.tab:has-text("Release notes")').first().waitFor();
+  await shot("e2e-14-preview", "a preview the model opened (open_preview of NOTES.md): rendered markdown in a panel beside the editor");
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
+  // What the user would have seen, for a run whose screenshot is out of reach.
+  const seen = async (what, locator) => console.error(`${what}:\n${(await locator.innerText({ timeout: 2000 }).catch(() => "(not readable)")).slice(-3000)}`);
+  await seen("the chat", chat().locator("body"));
+  await seen("the status bar", page.locator(".statusbar").first());
+  await seen("the notifications", page.locator(".notifications-toasts").first());
   process.exitCode = 1;
 } finally {
   await browser.close();

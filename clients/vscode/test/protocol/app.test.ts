@@ -6,59 +6,25 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startApp, type App } from "../../src/app";
-import type { ToWebview } from "../../src/chat/messages";
+import { describe, expect, it } from "vitest";
 import { API_KEY_SECRET } from "../../src/daemon";
-import type { Settings } from "../../src/settings";
-import { PYTHON, REPO, startModel, tempDir, type ModelServer } from "../support/daemon";
+import { appTests, DAEMON, last, launch as launchApp, settings, withModel as modelFor } from "../support/app";
+import { PYTHON, REPO } from "../support/daemon";
 import { FakeHost } from "../support/fakeHost";
 
-const DAEMON = process.env.TURNSTONED_DAEMON ?? path.join(REPO, ".venv/bin/turnstoned");
-const cleanups: (() => unknown)[] = [];
-let dir: string;
-let work: string;
-
-beforeEach(() => {
-  dir = tempDir("turnstoned-app-");
-  work = path.join(dir, "work");
-  fs.mkdirSync(work);
-  fs.mkdirSync(path.join(dir, "home"));
-  process.env.TURNSTONED_HOME = path.join(dir, "home");
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNSTONED_MODEL", "TURNSTONED_CONFIG"]) delete process.env[name];
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function settings(over: Partial<Settings> = {}): Settings {
-  return { command: DAEMON, args: [], model: "scripted", baseUrl: "", logLevel: "INFO", skipPermissions: false, ...over };
-}
-
-async function withModel(replies: unknown[], extra: Record<string, unknown> = {}): Promise<ModelServer> {
-  const model = await startModel(replies, dir, extra);
-  cleanups.push(() => model.stop());
-  return model;
-}
-
-function launch(host: FakeHost): App {
-  const app = startApp(host);
-  cleanups.push(() => app.dispose());
-  return app;
-}
-
-const last = <T extends ToWebview["type"]>(host: FakeHost, type: T) =>
-  [...host.posted].reverse().find((m): m is Extract<ToWebview, { type: T }> => m.type === type);
+const t = appTests();
+const withModel = (replies: unknown[], extra: Record<string, unknown> = {}) => modelFor(t, replies, extra);
+const launch = (host: FakeHost) => launchApp(t, host);
 
 describe("the extension against the real daemon", () => {
   it("chat, edit review in the diff documents, approve from the title bar; the session survives a reload", async () => {
-    fs.writeFileSync(path.join(work, "app.py"), "def greet():\n    return 'hi'\n");
+    fs.writeFileSync(path.join(t.work, "app.py"), "def greet():\n    return 'hi'\n");
     const model = await withModel([
       { toolCalls: [["r1", "read_file", JSON.stringify({ path: "app.py" })]] },
       { toolCalls: [["e1", "edit_file", JSON.stringify({ path: "app.py", old_string: "'hi'", new_string: "'hello'" })]] },
       { text: "Done." },
     ]);
-    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: work });
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: t.work });
     launch(host);
     await host.until("the daemon to be ready", () => host.status.text.includes("scripted"));
     host.fromPage({ type: "ready" });
@@ -81,7 +47,7 @@ describe("the extension against the real daemon", () => {
 
     await host.run("turnstoned.review.approve");
     await host.until("the turn to end", () => host.posted.some((m) => m.type === "event" && m.event.method === "turn/completed"));
-    expect(fs.readFileSync(path.join(work, "app.py"), "utf8")).toBe("def greet():\n    return 'hello'\n");
+    expect(fs.readFileSync(path.join(t.work, "app.py"), "utf8")).toBe("def greet():\n    return 'hello'\n");
     expect(host.closedEditors).toEqual([right]);
     expect(last(host, "approvalCleared")).toMatchObject({ cycleId: cycle.cycleId, reason: "answered", decision: "approve" });
     const sessions = () => host.trees.get("turnstoned.sessions")!();
@@ -96,7 +62,7 @@ describe("the extension against the real daemon", () => {
     expect(last(host, "reset")).toMatchObject({ sessionId, title: "say hello in app.py" });
 
     // A window reload: a new extension host, the same workspace state.
-    const reloaded = new FakeHost(host.settingsValue, { name: "work", path: work });
+    const reloaded = new FakeHost(host.settingsValue, { name: "work", path: t.work });
     reloaded.mementos = host.mementos;
     await host.daemons[0]!.stop();
     launch(reloaded);
@@ -105,11 +71,29 @@ describe("the extension against the real daemon", () => {
     const reset = last(reloaded, "reset")!;
     expect(reset.title).toBe("say hello in app.py");
     expect(reset.items.map((i) => i.type)).toEqual(["userMessage", "toolCall", "toolCall", "agentMessage"]);
+
+    // A window that went down before its workspace state was saved: the folder's newest session.
+    const lost = new FakeHost(host.settingsValue, { name: "work", path: t.work });
+    await reloaded.daemons[0]!.stop();
+    launch(lost);
+    lost.fromPage({ type: "ready" });
+    await lost.until("the history", () => (last(lost, "reset")?.items.length ?? 0) > 0);
+    expect(last(lost, "reset")).toMatchObject({ sessionId, title: "say hello in app.py" });
+
+    // New Chat is remembered as such: the next window starts empty.
+    await lost.run("turnstoned.newChat");
+    const fresh = new FakeHost(host.settingsValue, { name: "work", path: t.work });
+    fresh.mementos = lost.mementos;
+    await lost.daemons[0]!.stop();
+    launch(fresh);
+    fresh.fromPage({ type: "ready" });
+    await fresh.until("the page", () => Boolean(last(fresh, "reset")));
+    expect(last(fresh, "reset")).toMatchObject({ sessionId: null, items: [] });
   });
 
   it("asks in a notification when the chat is hidden", async () => {
     const model = await withModel([{ toolCalls: [["b1", "bash", JSON.stringify({ command: "echo from-notification" })]] }, { text: "ok" }]);
-    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: work });
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: t.work });
     host.viewVisible = false;
     host.respond = (s) => (s.kind === "warn" && s.message.startsWith("turnstoned asks to run") ? "Approve" : undefined);
     launch(host);
@@ -124,9 +108,9 @@ describe("the extension against the real daemon", () => {
   });
 
   it("the API key from secret storage reaches the model server through the daemon's environment", async () => {
-    const requests = path.join(dir, "requests.jsonl");
+    const requests = path.join(t.dir, "requests.jsonl");
     const model = await withModel([{ text: "one" }, { text: "two" }], { requestLog: requests });
-    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: work });
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: t.work });
     host.respond = (s) => (s.kind === "input" ? "sk-from-secret-storage" : s.message.startsWith("API key saved") ? "Restart" : undefined);
     launch(host);
     await host.until("ready", () => host.status.text.includes("scripted"));
@@ -142,11 +126,11 @@ describe("the extension against the real daemon", () => {
 
   it("a project's .mcp.json: a modal with the exact command; trusted, its server starts; revoked, it stops", { timeout: 60000 }, async () => {
     const everything = path.join(REPO, "tests/mcp_servers/everything.py");
-    fs.writeFileSync(path.join(work, ".mcp.json"), JSON.stringify({ mcpServers: { proj: { command: PYTHON, args: [everything, "--name", "proj"], env: { TOKEN: "${TS_SECRET}" } } } }));
+    fs.writeFileSync(path.join(t.work, ".mcp.json"), JSON.stringify({ mcpServers: { proj: { command: PYTHON, args: [everything, "--name", "proj"], env: { TOKEN: "${TS_SECRET}" } } } }));
     process.env.TS_SECRET = "the user's secret";
-    cleanups.push(() => delete process.env.TS_SECRET);
+    t.cleanups.push(() => delete process.env.TS_SECRET);
     const model = await withModel([{ text: "hi" }]);
-    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: work });
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: t.work });
     host.respond = (s) => (s.kind === "modal" ? "Trust and Start" : undefined);
     launch(host);
     await host.until("ready", () => host.status.text.includes("scripted"));
@@ -154,7 +138,7 @@ describe("the extension against the real daemon", () => {
     host.fromPage({ type: "send", text: "hi" });
     await host.until("the trust question", () => host.shown.some((s) => s.kind === "modal"));
     const modal = host.shown.find((s) => s.kind === "modal")!;
-    expect(modal.message).toBe(`This project's ${fs.realpathSync(work)}/.mcp.json wants to start an MCP server. Trust it?`);
+    expect(modal.message).toBe(`This project's ${fs.realpathSync(t.work)}/.mcp.json wants to start an MCP server. Trust it?`);
     expect(modal.detail).toContain(`runs: ${PYTHON} ${everything} --name proj`);
     expect(modal.detail).toContain("receives the values of your environment variables: TS_SECRET");
     await host.until("the server to connect", () => host.status.text.includes("MCP 1/1"), 30000);
@@ -166,7 +150,7 @@ describe("the extension against the real daemon", () => {
   });
 
   it("a missing daemon: says how to install it", async () => {
-    const host = new FakeHost(settings({ command: path.join(dir, "no-such-turnstoned") }), { name: "work", path: work });
+    const host = new FakeHost(settings({ command: path.join(t.dir, "no-such-turnstoned") }), { name: "work", path: t.work });
     launch(host);
     await host.until("the error", () => host.shown.some((s) => s.kind === "error"));
     const error = host.shown.find((s) => s.kind === "error")!;
@@ -184,7 +168,7 @@ describe("the extension against the real daemon", () => {
 
   it("settings that change while the daemon starts: it starts again with them, without an error", async () => {
     const model = await withModel([]);
-    const host = new FakeHost(settings({ command: "turnstoned-not-installed" }), { name: "work", path: work });
+    const host = new FakeHost(settings({ command: "turnstoned-not-installed" }), { name: "work", path: t.work });
     let release!: () => void;
     const slowSecret = new Promise<void>((resolve) => (release = resolve));
     host.secret = async () => { await slowSecret; return undefined; };
@@ -196,9 +180,9 @@ describe("the extension against the real daemon", () => {
   });
 
   it("a daemon that exits: the message carries its stderr tail", async () => {
-    const script = path.join(dir, "broken-daemon");
+    const script = path.join(t.dir, "broken-daemon");
     fs.writeFileSync(script, `#!${PYTHON}\nimport sys\nsys.stderr.write("config error: [model] base_url is not a URL\\n")\nsys.exit(3)\n`, { mode: 0o755 });
-    const host = new FakeHost(settings({ command: script }), { name: "work", path: work });
+    const host = new FakeHost(settings({ command: script }), { name: "work", path: t.work });
     launch(host);
     await host.until("the error", () => host.shown.some((s) => s.kind === "error"));
     const error = host.shown.find((s) => s.kind === "error")!;
@@ -208,7 +192,7 @@ describe("the extension against the real daemon", () => {
 
   it("a daemon killed mid-session: the user is told, with the exit signal", async () => {
     const model = await withModel([]);
-    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: work });
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: t.work });
     launch(host);
     await host.until("ready", () => host.status.text.includes("scripted"));
     host.daemons[0]!.child.kill("SIGKILL");

@@ -9,6 +9,9 @@ import { rpcError } from "../../src/connection";
 import type { ToWebview } from "../../src/chat/messages";
 import type { ApprovalRequestParams } from "../../src/protocol";
 import { ErrorKind } from "../../src/protocol";
+import type { ToPreview } from "../../src/preview/messages";
+import { PreviewController } from "../../src/previews";
+import { FakeHost } from "../support/fakeHost";
 import { startDaemon, startModel, tempDir, type ModelServer, type RunningDaemon } from "../support/daemon";
 import { EventLog } from "../support/events";
 
@@ -197,7 +200,7 @@ describe("the client against the real daemon", () => {
       { text: "Wrote one, skipped the other." },
     ]);
     fs.writeFileSync(path.join(dir, "old.txt"), "one\ntwo\nthree\n");
-    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true });
+    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, watches: true, compaction: true });
     const sessionId = await client.startSession({ cwd: dir, workspace: dir });
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "edit files");
@@ -232,6 +235,30 @@ describe("the client against the real daemon", () => {
     const usage = log.of("session/usage");
     expect(usage.length).toBeGreaterThanOrEqual(3);
     expect(usage[0]!.contextWindow).toBeGreaterThan(0);
+  });
+
+  it("a large preview is read in ranges, each exactly where the last ended", async () => {
+    const { client, log, dir } = await setup([
+      { toolCalls: [["p1", "open_preview", JSON.stringify({ target: "big.txt" })]] },
+      { text: "Shown." },
+    ]);
+    const body = Array.from({ length: 6000 }, (_, i) => `line ${i}: ${"é".repeat(i % 40)}`).join("\n");
+    fs.writeFileSync(path.join(dir, "big.txt"), body);
+    const sessionId = await client.startSession({ cwd: dir });
+    await client.startTurn(sessionId, "show big.txt");
+    const opened = (await log.wait("preview/open")).params;
+    expect([opened.kind, opened.size]).toEqual(["text", Buffer.byteLength(body)]);
+    const reads: number[] = [];
+    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false }, { name: "w", path: dir });
+    const previews = new PreviewController(host, (s, p, offset, length) => { reads.push(offset); return client.readPreview(s, p, offset, length); }, 64 * 1024);
+    await previews.opened(opened);
+    await host.until("the last range", () => host.panels[0]?.posted.some((m) => m.type === "chunk" && m.eof) ?? false);
+    const chunks = host.panels[0]!.posted.filter((m): m is Extract<ToPreview, { type: "chunk" }> => m.type === "chunk");
+    expect(reads).toEqual(chunks.map((c) => c.offset));
+    expect(reads.length).toBe(Math.ceil(opened.size / (64 * 1024)));
+    expect(Buffer.concat(chunks.map((c) => Buffer.from(c.data, "base64"))).toString("utf8")).toBe(body);
+    const gone = await client.readPreview(sessionId, "f".repeat(64)).then(() => null, (e: unknown) => rpcError(e));
+    expect(gone?.kind).toBe(ErrorKind.PREVIEW_NOT_FOUND);
   });
 
   it("protocol errors carry their kind", async () => {

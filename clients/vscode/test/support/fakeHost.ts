@@ -4,8 +4,10 @@
  */
 import type { Excerpt } from "../../src/chat/attachments";
 import type { FromWebview, ToWebview } from "../../src/chat/messages";
-import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, TreeNode } from "../../src/host";
+import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, PreviewPanel, PreviewPanelHooks, TreeNode } from "../../src/host";
 import type { Launch } from "../../src/launch";
+import type { ToPreview } from "../../src/preview/messages";
+import type { PreviewKind } from "../../src/protocol";
 import type { Settings } from "../../src/settings";
 import { connectDaemon, type RunningDaemon } from "./daemon";
 
@@ -14,6 +16,16 @@ export interface Shown {
   message: string;
   detail?: string;
   actions: string[];
+}
+
+/** A preview panel as the host opened it, and what its page was sent. */
+export interface FakePanel {
+  kind: PreviewKind;
+  title: string;
+  posted: ToPreview[];
+  hooks: PreviewPanelHooks;
+  revealed: number;
+  disposed: boolean;
 }
 
 /** Answers a prompt: the action to choose (or text to type); undefined dismisses it. */
@@ -34,6 +46,8 @@ export class FakeHost implements Host {
   daemons: RunningDaemon[] = [];
   launches: Launch[] = [];
   chatProvider: ChatViewProvider | null = null;
+  panels: FakePanel[] = [];
+  opened: string[] = [];
   viewVisible = true;
   activeDiff: string | undefined;
   respond: Responder = () => undefined;
@@ -125,6 +139,20 @@ export class FakeHost implements Host {
   registerDocuments = (scheme: string, provide: (uri: string) => Promise<string>) => {
     this.documents.set(scheme, provide);
   };
+  openPreviewPanel = (kind: PreviewKind, title: string, hooks: PreviewPanelHooks): PreviewPanel => {
+    const panel: FakePanel = { kind, title, posted: [], hooks, revealed: 0, disposed: false };
+    this.panels.push(panel);
+    this.changed();
+    // Like a webview page, it says `ready` once loaded.
+    queueMicrotask(() => hooks.onMessage({ type: "ready" }));
+    return {
+      post: (message) => { panel.posted.push(message); this.changed(); },
+      reveal: () => { panel.revealed++; this.changed(); },
+      dispose: () => { panel.disposed = true; hooks.onDispose(); this.changed(); },
+    };
+  };
+  openExternal = (url: string) => { this.opened.push(url); };
+  openFile = async (path: string) => { this.opened.push(path); };
   selection = (): Excerpt | undefined => undefined;
   file = async (): Promise<Excerpt | undefined> => undefined;
   insertAtCursor = async () => false;

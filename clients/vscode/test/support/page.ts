@@ -1,12 +1,17 @@
 /**
- * Test support: the chat page exactly as the extension builds it, served on 127.0.0.1 with a
- * stub of the webview API (it records what the page posts) and a dark theme's variables.
+ * Test support: the chat page and the preview panel's page exactly as the extension builds
+ * them, served on 127.0.0.1 with a stub of the webview API (it records what the page posts)
+ * and a dark theme's variables. Every request the server gets is logged.
  */
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 import { chatHtml } from "../../src/chat/html";
+import { previewHtml } from "../../src/preview/html";
+import type { PreviewKind } from "../../src/protocol";
 
 const ROOT = path.resolve(__dirname, "../..");
 const NONCE = "testnonce0123456789abcdefABCDEF0";
@@ -30,11 +35,16 @@ html { --vscode-font-family: system-ui, "DejaVu Sans", sans-serif; --vscode-font
   --vscode-charts-yellow: #cca700; --vscode-charts-red: #f14c4c; --vscode-editorGroupHeader-tabsBackground: #181818;
   --vscode-inputValidation-warningBackground: #352a05; --vscode-inputValidation-warningBorder: #b89500;
   --vscode-inputValidation-errorBackground: #5a1d1d; --vscode-inputValidation-errorBorder: #be1100;
-  --vscode-statusBarItem-errorBackground: #c72e0f; --vscode-statusBarItem-errorForeground: #ffffff; }
+  --vscode-statusBarItem-errorBackground: #c72e0f; --vscode-statusBarItem-errorForeground: #ffffff;
+  --vscode-charts-purple: #b180d7; --vscode-descriptionForeground: #9d9d9d; --vscode-list-hoverBackground: #2a2d2e; }
 `;
 
 export interface PageServer {
   url: string;
+  /** The preview panel's page for a kind. */
+  previewUrl(kind: PreviewKind): string;
+  /** Every path requested so far. */
+  requests: string[];
   close(): Promise<void>;
 }
 
@@ -42,10 +52,14 @@ export async function servePage(): Promise<PageServer> {
   const files: Record<string, [string, string]> = {
     "/webview.js": [fs.readFileSync(path.join(ROOT, "dist/webview.js"), "utf8"), "text/javascript"],
     "/chat.css": [fs.readFileSync(path.join(ROOT, "media/chat.css"), "utf8"), "text/css"],
+    "/preview.js": [fs.readFileSync(path.join(ROOT, "dist/preview.js"), "utf8"), "text/javascript"],
+    "/preview.css": [fs.readFileSync(path.join(ROOT, "media/preview.css"), "utf8"), "text/css"],
     "/theme.css": [THEME, "text/css"],
     "/stub.js": [STUB, "text/javascript"],
   };
+  const requests: string[] = [];
   const server = http.createServer((req, res) => {
+    requests.push(req.url ?? "");
     const file = files[req.url ?? ""];
     if (req.url === "/favicon.ico") { res.writeHead(204).end(); return; }
     if (!file) { res.writeHead(404).end(); return; }
@@ -53,12 +67,39 @@ export async function servePage(): Promise<PageServer> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const page = chatHtml({ cspSource: origin, nonce: NONCE, scriptUri: `${origin}/webview.js`, styleUri: `${origin}/chat.css` })
+  const withStub = (html: string) => html
     .replace(`<script nonce`, `<script nonce="${NONCE}" src="${origin}/stub.js"></script>\n<script nonce`)
     .replace(`<link rel="stylesheet"`, `<link rel="stylesheet" href="${origin}/theme.css">\n<link rel="stylesheet"`);
-  files["/chat.html"] = [page, "text/html"];
-  return { url: `${origin}/chat.html`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  files["/chat.html"] = [withStub(chatHtml({ cspSource: origin, nonce: NONCE, scriptUri: `${origin}/webview.js`, styleUri: `${origin}/chat.css` })), "text/html"];
+  for (const kind of ["web", "pdf", "image", "table", "text", "markdown"] as const) {
+    files[`/preview-${kind}.html`] = [withStub(previewHtml({ cspSource: origin, nonce: NONCE, scriptUri: `${origin}/preview.js`, styleUri: `${origin}/preview.css` }, kind, "preview")), "text/html"];
+  }
+  return {
+    url: `${origin}/chat.html`,
+    previewUrl: (kind) => `${origin}/preview-${kind}.html`,
+    requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 export const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/** The pages' server and a headless Chromium, started before a file's tests and stopped after. */
+export interface BrowserRig {
+  browser: Browser;
+  server: PageServer;
+}
+
+export function browserRig(): BrowserRig {
+  const rig = {} as BrowserRig;
+  beforeAll(async () => {
+    rig.server = await servePage();
+    rig.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  });
+  afterAll(async () => {
+    await rig.browser?.close();
+    await rig.server?.close();
+  });
+  return rig;
+}

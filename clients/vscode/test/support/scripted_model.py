@@ -6,6 +6,9 @@ SCRIPT is a JSON list of replies, one per chat-completions request, in order:
   {"toolCalls": [["call-1", "bash", "{...}"], ...]}  a batch of tool calls
   {"hang": 30, "text": "..."}                        stream the text, then nothing for N seconds
 After the script, every request gets {"default": "..."} if given, else a fixed text.
+{"routes": {"writer:": [...]}} gives a request whose first user message contains the key the
+next reply of that list instead (a coordinator's children run beside it, in any order).
+{"summary": "..."} answers every request without tools (a compaction's summary) with that text.
 {"requestLog": "FILE"} appends one JSON line per request: its model and Authorization header.
 Prints the base URL on stdout, serves until stdin closes.
 """
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +55,40 @@ class LoggingModel(ScriptedModel):
                 f.write(json.dumps(line) + "\n")
 
 
+def first_user_text(request: dict[str, Any]) -> str:
+    """What the conversation's first user message says ("" when it has none)."""
+    for message in request.get("messages", []):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+def responder(script: dict[str, Any]) -> Callable[[dict[str, Any]], Response]:
+    """Each request's reply: the summary, the next of a matching route, else of the main list."""
+    main = list(script.get("replies", []))
+    routes = {str(k): list(v) for k, v in script.get("routes", {}).items()}
+    summary, default = script.get("summary"), script.get("default")
+    lock = threading.Lock()
+
+    def respond(request: dict[str, Any]) -> Response:
+        if summary is not None and not request.get("tools"):
+            return text(str(summary))
+        first = first_user_text(request)
+        with lock:
+            queue = next((q for key, q in routes.items() if key in first and q), main)
+            step = queue.pop(0) if queue else None
+        if step is not None:
+            return reply(step)
+        return text(str(default) if default else "(no scripted response)")
+
+    return respond
+
+
 def main() -> int:
     script = json.loads(Path(sys.argv[1]).read_text())
-    steps = script["replies"] if isinstance(script, dict) else script
-    default = script.get("default") if isinstance(script, dict) else None
-    log_file = script.get("requestLog") if isinstance(script, dict) else None
-    server = LoggingModel(log_file, default=(lambda _r: text(default)) if default else None)
-    server.push(*[reply(step) for step in steps])
+    if not isinstance(script, dict):
+        script = {"replies": script}
+    server = LoggingModel(script.get("requestLog"), default=responder(script))
     server.start()
     print(server.base_url, flush=True)
     try:

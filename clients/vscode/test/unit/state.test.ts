@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, type ToolEntry } from "../../src/chat/state";
+import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, toolCard, walk, type ToolEntry } from "../../src/chat/state";
 import type { DaemonEvent } from "../../src/client";
 import type { ToolCallItem } from "../../src/protocol";
 
@@ -141,5 +141,119 @@ describe("chat state", () => {
     expect(state.entries[2]).toMatchObject({ text: "replayed", queued: true });
     dropUserMessage(state, "second");
     expect(state.entries.map((e) => e.kind === "user" && e.text)).toEqual(["first", "replayed"]);
+  });
+});
+
+describe("task agents nested under their call", () => {
+  const agent = "task-1";
+  const nested = { ...base, parentCallId: agent };
+  const agentCall = (status: ToolCallItem["status"], extra: Partial<ToolCallItem> = {}): ToolCallItem =>
+    ({ type: "toolCall", id: agent, callId: agent, tool: "task_agent", header: "⚙ task_agent", preview: "Count the files.", needsApproval: true, status, isError: false, ...extra });
+  const inner = (status: ToolCallItem["status"], extra: Partial<ToolCallItem> = {}): ToolCallItem =>
+    ({ type: "toolCall", id: "b1", callId: "b1", tool: "bash", header: "⚙ bash: ls | wc -l", preview: "ls | wc -l", needsApproval: true, status, isError: false, ...extra });
+
+  it("items, deltas, output and approvals of the agent land in its card; the parent runs", () => {
+    const state = run([{ method: "item/started", params: { ...base, itemId: agent, item: agentCall("pending") } }]);
+    applyApproval(state, { ...base, cycleId: "k0", items: [{ callId: agent, tool: "task_agent", header: "⚙ task_agent", needsApproval: true, approvalLabel: "task_agent" }] });
+    run([
+      { method: "approval/resolved", params: { ...base, cycleId: "k0", callIds: [agent], decision: "approve" } },
+      { method: "item/started", params: { ...nested, itemId: "b1", item: inner("pending") } },
+    ], state);
+    const parent = state.entries[0] as ToolEntry;
+    expect(state.entries).toHaveLength(1);
+    expect(parent.status).toBe("running");
+    applyApproval(state, { ...nested, cycleId: "k1", items: [{ callId: "b1", tool: "bash", header: "⚙ bash: ls | wc -l", needsApproval: true, approvalLabel: "bash" }] });
+    const card = parent.children[0] as ToolEntry;
+    expect(card.approval).toMatchObject({ cycleId: "k1", lead: true });
+    expect(state.cycles.k1).toEqual(["b1"]);
+    run([
+      { method: "approval/resolved", params: { ...nested, cycleId: "k1", callIds: ["b1"], decision: "approve" } },
+      { method: "item/toolCall/outputDelta", params: { ...nested, itemId: "b1", callId: "b1", chunk: "2\n" } },
+      { method: "item/completed", params: { ...nested, itemId: "b1", item: inner("completed", { output: "2\n" }) } },
+      { method: "item/started", params: { ...nested, itemId: "m1", item: { type: "agentMessage", id: "m1", text: "" } } },
+      { method: "item/agentMessage/delta", params: { ...nested, itemId: "m1", delta: "Two files." } },
+      { method: "item/completed", params: { ...nested, itemId: "m1", item: { type: "agentMessage", id: "m1", text: "Two files." } } },
+      { method: "item/completed", params: { ...base, itemId: agent, item: agentCall("completed", { output: "Two files." }) } },
+    ], state);
+    expect(state.entries).toHaveLength(1);
+    expect([card.approval, card.decision, card.status, card.output]).toEqual([null, "approved", "completed", "2\n"]);
+    expect(parent.children.map((e) => e.kind)).toEqual(["tool", "agent"]);
+    expect(parent.children[1]).toMatchObject({ text: "Two files.", done: true });
+    expect([parent.status, parent.output, parent.decision]).toEqual(["completed", "Two files.", "approved"]);
+  });
+
+  it("an agent's question that overtakes its item draws the card under the call; decided per call", () => {
+    const state = run([{ method: "item/started", params: { ...base, itemId: agent, item: agentCall("running") } }]);
+    applyApproval(state, { ...nested, cycleId: "k2", items: [
+      { callId: "w1", tool: "write_file", header: "write a", needsApproval: true, approvalLabel: "write_file" },
+      { callId: "w2", tool: "write_file", header: "write b", needsApproval: true, approvalLabel: "write_file" },
+    ] }, true);
+    const parent = state.entries[0] as ToolEntry;
+    const [w1, w2] = parent.children as ToolEntry[];
+    expect([w1!.approval?.split, w2!.approval?.split]).toEqual([true, true]);
+    decideCall(state, "k2", "w1", "deny");
+    expect(w1!.decision).toBe("denied; waiting for the other calls");
+    clearCycle(state, "k2", "deny", { w1: "deny", w2: "approve" });
+    expect([w1!.decision, w2!.decision, w2!.approval]).toEqual(["denied", "approved", null]);
+  });
+
+  it("without its parent card, an agent's item still shows (at the top level)", () => {
+    const state = run([{ method: "item/started", params: { ...nested, itemId: "b1", item: inner("pending") } }]);
+    expect(state.entries.map((e) => e.kind)).toEqual(["tool"]);
+  });
+
+  it("the turn's end clears nested questions and finishes nested text", () => {
+    const state = run([
+      { method: "item/started", params: { ...base, itemId: agent, item: agentCall("running") } },
+      { method: "item/agentMessage/delta", params: { ...nested, itemId: "m1", delta: "Let me" } },
+    ]);
+    applyApproval(state, { ...nested, cycleId: "k3", items: [{ callId: "b1", tool: "bash", header: "bash", needsApproval: true, approvalLabel: "bash" }] });
+    run([{ method: "turn/completed", params: { ...base, status: "interrupted" } }], state);
+    const parent = state.entries[0] as ToolEntry;
+    expect([...walk(state.entries)].filter((e) => e.kind === "tool").map((e) => (e as ToolEntry).approval)).toEqual([null, null]);
+    expect(parent.children[0]).toMatchObject({ kind: "agent", done: true });
+  });
+
+  it("a preview opened by a call (nested or not) is offered on its card", () => {
+    const state = run([
+      { method: "item/started", params: { ...base, itemId: agent, item: agentCall("running") } },
+      { method: "item/started", params: { ...nested, itemId: "p1", item: { ...inner("pending"), id: "p1", callId: "p1", tool: "open_preview" } } },
+    ]);
+    const open = { sessionId: S, callId: "p1", previewId: "ab12", kind: "markdown" as const, title: "Notes", source: "/w/notes.md", contentType: "text/markdown", size: 10 };
+    run([{ method: "preview/open", params: open }, { method: "preview/open", params: open }], state);
+    expect(toolCard(state, "p1")!.previews).toEqual([{ previewId: "ab12", title: "Notes", kind: "markdown" }]);
+  });
+});
+
+describe("notices, watches and compaction", () => {
+  it("a watch's report leads with its name and reason; notify with its title", () => {
+    const state = run([
+      { method: "session/notice", params: { sessionId: S, kind: "watch", text: '[Watch "ci" — poll #1/100, 10s elapsed]\n$ cat ci.json\n{"status": "passed"}', data: { name: "ci", reason: "condition met: data[\"status\"] == \"passed\"", pollCount: 1 } } },
+      { method: "session/notice", params: { sessionId: S, kind: "notify", text: "The build is green.", data: { title: "CI", channels: ["editor"] } } },
+      { method: "turn/started", params: { sessionId: S, turnId: "t-woken" } },
+    ]);
+    expect(state.entries).toMatchObject([
+      { kind: "notice", noticeKind: "watch", headline: '“ci”: condition met: data["status"] == "passed"' },
+      { kind: "notice", noticeKind: "notify", headline: "CI", text: "The build is green." },
+    ]);
+    // A turn the daemon started itself (no turn/start) runs like any other.
+    expect(state.turnId).toBe("t-woken");
+    const history = fromHistory(S, "t", [{ type: "notice", id: "n1", kind: "watch", text: '[Watch "ci" — poll #1/100]\nrest' }]);
+    expect(history.entries[0]).toMatchObject({ kind: "notice", headline: '[Watch "ci" — poll #1/100]' });
+  });
+
+  it("session/compacted: a divider with its figures, and the context fill follows", () => {
+    const state = run([{ method: "session/compacted", params: { sessionId: S, turnId: null, trigger: "manual", mode: "summary", messages: 4, contextTokensBefore: 7400, contextTokensAfter: 1200, contextWindow: 8192, text: "Context compacted: 4 earlier messages were summarised.", summary: "The user asked for greetings." } }]);
+    expect(state.entries[0]).toEqual({ kind: "compaction", id: "compacted-1", text: "Context compacted: 4 earlier messages were summarised.", summary: "The user asked for greetings.", figures: { trigger: "manual", mode: "summary", messages: 4, before: 7400, after: 1200, window: 8192 } });
+    expect(state.context).toEqual({ tokens: 1200, window: 8192, estimated: true });
+  });
+
+  it("a resumed history shows the compacted notice as the same divider, without figures", () => {
+    const state = fromHistory(S, "t", [
+      { type: "userMessage", id: "u1", text: "hello 1" },
+      { type: "notice", id: "n", kind: "compacted", text: "Context compacted: …", detail: "summary text" },
+      { type: "userMessage", id: "u2", text: "hello 2" },
+    ]);
+    expect(state.entries[1]).toEqual({ kind: "compaction", id: "n", text: "Context compacted: …", summary: "summary text", figures: null });
   });
 });
