@@ -13,17 +13,19 @@ import json
 import os
 import select
 import socket
-import subprocess
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from turnstoned import rundir
 
+# `typing` and `subprocess` (only --private needs it) cost every run a few milliseconds.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    import subprocess
+    from collections.abc import Callable
+    from typing import Any
 
-Message = dict[str, Any]
+    Message = dict[str, Any]
 REQUEST_TIMEOUT = 30.0
 
 
@@ -115,6 +117,8 @@ class Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         if private:
+            import subprocess
+
             self.proc = subprocess.Popen(rundir.daemon_command(*flags),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -143,6 +147,8 @@ class Daemon:
         if self.sock is not None:
             self.sock.close()
         if self.proc is not None:
+            import subprocess
+
             assert self.proc.stdin is not None
             self.proc.stdin.close()
             try:

@@ -65,9 +65,9 @@ def _base() -> tuple[str, bool]:
     default = f"/run/user/{os.getuid()}"
     if _private(default, stat.S_IFDIR) is None:
         return default, False
-    import tempfile
-
-    return tempfile.gettempdir(), True
+    # $TMPDIR or /tmp, as tempfile would say, without its imports (shutil, random: ~15 ms).
+    tmp = os.environ.get("TMPDIR", "")
+    return (tmp if os.path.isabs(tmp) and os.path.isdir(tmp) else "/tmp"), True
 
 
 def runtime_dir() -> str:

@@ -14,10 +14,13 @@ from turnstoned import protocol as p
 HEAVY = ("pygls", "lsprotocol", "openai", "mcp", "msgspec", "asyncio", "httpx2", "turnstoned.protocol")
 
 
-def imported_after(code: str, home: Path) -> list[str]:
-    probe = f"import sys\n{code}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+def imported_after(code: str, home: Path | None, names: tuple[str, ...] = HEAVY) -> list[str]:
+    probe = f"import sys\n{code}\nprint(sorted(m for m in {names!r} if m in sys.modules))"
+    env = {k: v for k, v in os.environ.items() if k not in ("TURNSTONED_HOME", "XDG_RUNTIME_DIR")}
+    if home is not None:
+        env["TURNSTONED_HOME"] = str(home)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "TURNSTONED_HOME": str(home)}, check=True)
+                         env=env, check=True)
     return list(ast.literal_eval(out.stdout))
 
 
@@ -28,6 +31,28 @@ def test_the_attach_bridge_imports_nothing_heavy(isolated_home: Path) -> None:
 def test_chat_imports_nothing_heavy(isolated_home: Path) -> None:
     code = "from turnstoned import cli, chat\ncli._parser().parse_args(['chat', 'hi'])"
     assert imported_after(code, isolated_home) == []
+
+
+def test_the_bridge_and_chat_skip_typing_subprocess_and_tempfile() -> None:
+    """Each costs a start milliseconds; with no runtime dir in the environment the bridge
+    falls back to the temporary directory without importing tempfile."""
+    light = ("typing", "subprocess", "tempfile")
+    code = "from turnstoned import cli, attach, rundir\nrundir.runtime_dir()"
+    assert imported_after(code, None, light) == []
+    assert imported_after("from turnstoned import cli, chat", None, light) == []
+
+
+def test_without_a_runtime_dir_the_socket_lives_in_a_private_folder_of_tmpdir(
+        tmp_path: Path) -> None:
+    code = "from turnstoned import rundir\nprint(rundir.runtime_dir())"
+    env = {k: v for k, v in os.environ.items() if k not in ("TURNSTONED_HOME", "XDG_RUNTIME_DIR")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**env, "TMPDIR": str(tmp_path)}, check=True).stdout.strip()
+    per_user = Path(f"/run/user/{os.getuid()}")
+    if per_user.is_dir():  # a login session's runtime dir wins over the fallback
+        assert out == str(per_user / "turnstone")
+    else:
+        assert out == str(tmp_path / f"turnstone-{os.getuid()}")
 
 
 def test_every_method_chat_names_is_a_protocol_method() -> None:
