@@ -410,7 +410,8 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(step)
         self._send_json(200, _merge_chunks(chunks))
 
-    def _stream(self, steps: list[Step]) -> None:
+    def _open_events(self) -> bool:
+        """Start a chunked event stream; False (and counted as gone) if the client left."""
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -419,6 +420,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
         except OSError:
             self._gone()
+            return False
+        return True
+
+    def _stream(self, steps: list[Step]) -> None:
+        if not self._open_events():
             return
         for step in [*steps, "[DONE]"]:
             if isinstance(step, Pause):
@@ -443,13 +449,7 @@ class _Handler(BaseHTTPRequestHandler):
             return {"type": "message", "id": mid, "role": "assistant", "status": status,
                     "content": content if status == "completed" else []}
 
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-        except OSError:
-            self._gone()
+        if not self._open_events():
             return
         head = {"id": rid, "object": "response", "status": "in_progress", "output": []}
         if not (event({"type": "response.created", "response": head})
