@@ -199,9 +199,14 @@ class Doctor:
                      + (f"\n(it lists: {', '.join(ids[:20])})" if ids else ""))
 
     def _models(self, url: str | None, key: str) -> list[str]:
-        from turnstoned.llm.probe import listed_models
+        """The ids the server lists; raises ``ModelError``."""
+        from turnstoned.llm.discovery import list_models
+        from turnstoned.llm.openai_chat import classify
 
-        return listed_models(url, key)
+        listing = list_models(url, key)
+        if listing.error is not None:
+            raise classify(listing.error)
+        return listing.ids
 
     def _check_named(self, name: str, url: str | None, key: str) -> None:
         from turnstoned.llm.types import ModelError

@@ -1,5 +1,5 @@
-"""Questions ``turnstoned doctor`` asks a model server: what it lists, and whether the
-configured model calls a tool when asked to. Blocking, with short timeouts."""
+"""The question ``turnstoned doctor --tool-call`` asks a model server: whether the
+configured model calls a tool when asked to. Blocking, with a timeout."""
 
 from __future__ import annotations
 
@@ -24,25 +24,11 @@ PING_PROMPT = ('Call the tool `ping` with the word "pong". Answer with the tool 
                "no text.")
 
 
-def _client(base_url: str | None, api_key: str, timeout: float) -> openai.OpenAI:
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-
-
-def listed_models(base_url: str | None, api_key: str, timeout: float = 5.0) -> list[str]:
-    """The ids the server lists at ``/models``; raises ``ModelError``."""
-    client = _client(base_url, api_key, timeout)
-    try:
-        return [m.id for m in client.models.list()]
-    except openai.OpenAIError as exc:
-        raise classify(exc) from exc
-    finally:
-        client.close()
-
-
 def tool_round_trip(model: ModelSettings, timeout: float = 120.0) -> str:
     """Ask the model to call ``ping``; a description of the call it made. Raises
     ``ModelError`` when the request fails or the model does not call the tool properly."""
-    client = _client(model.base_url, model.api_key, timeout)
+    client = openai.OpenAI(base_url=model.base_url, api_key=model.api_key, timeout=timeout,
+                           max_retries=0)
     try:
         reply = client.chat.completions.create(
             model=model.name, messages=[{"role": "user", "content": PING_PROMPT}],
