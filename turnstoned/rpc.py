@@ -44,7 +44,11 @@ class _QuietAppErrors(logging.Filter):
 
 
 def install_log_filter() -> None:
+    """Quiet pygls: its frame-by-frame INFO lines (every message's full text) appear only when
+    the daemon logs at DEBUG, so an editor's output channel at INFO shows the daemon's own log."""
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietAppErrors())
+    debugging = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+    logging.getLogger("pygls").setLevel(logging.DEBUG if debugging else logging.WARNING)
 
 
 def converter() -> Any:

@@ -37,6 +37,18 @@ def test_initialize_announces_protocol(daemon: RawDaemon) -> None:
     assert caps["protocolVersion"] == 1 and "turn/start" in caps["methods"]
 
 
+@pytest.mark.parametrize(("level", "frames_logged"), [("INFO", False), ("DEBUG", True)])
+def test_frames_are_logged_only_at_debug(env: dict[str, str], level: str, frames_logged: bool) -> None:
+    d = RawDaemon({**env, "TURNSTONED_LOG": level})
+    try:
+        d.initialize()
+        d.result("session/list")
+    finally:
+        d.close()
+    log = "".join(d.stderr_lines)
+    assert ("session/list" in log) is frames_logged, log[-2000:]
+
+
 def test_requests_before_initialize_are_refused(daemon: RawDaemon) -> None:
     answer = daemon.request("session/list")
     assert answer["error"]["code"] == -32002
