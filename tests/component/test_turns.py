@@ -313,9 +313,10 @@ async def test_interrupted_sleep_leaves_no_process(engine: Engine, sink: Recordi
         await asyncio.sleep(0.05)
     pid = int(pidfile.read_text())
     engine.interrupt(sid, turn_id)
-    # The 2 s promise holds on an idle machine (TERM, 0.5 s grace, KILL); the bound here
-    # leaves room for a loaded CI host without letting a hang pass.
-    done = await sink.wait_for("turn/completed", timeout=5)
+    # What is asserted here is the process being gone; the 2 s promise has its own test over
+    # stdio. The bound stays well under the 30 s sleep, so a kill that failed cannot pass, and
+    # leaves room for a host whose disk is busy (the turn's end is a committed write).
+    done = await sink.wait_for("turn/completed", timeout=15)
     assert done["status"] == "interrupted"
     item = completed_tools(sink)[0]
     assert (item["status"], item["effectStatus"]) == ("cancelled", "unknown")
