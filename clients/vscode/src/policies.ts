@@ -20,8 +20,11 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
+/** What the trust modal shows: the file, its content hash and rules, whether it was trusted before. */
+export type PolicyTrustQuestion = Pick<PolicyTrustRequestParams, "configPath" | "hash" | "policies" | "previouslyTrusted">;
+
 /** The modal for `policy/requestTrust`: every rule of the file, in its order, exactly as written. */
-export function policyTrustPrompt(request: PolicyTrustRequestParams): TrustPrompt {
+export function policyTrustPrompt(request: PolicyTrustQuestion): TrustPrompt {
   const allows = request.policies.filter((p) => p.action === "allow").length;
   const message = request.previouslyTrusted
     ? `${request.configPath} changed since you trusted it. Let its ${plural(allows, "allow rule")} run tool calls without asking?`
@@ -41,7 +44,7 @@ export function policyTrustPrompt(request: PolicyTrustRequestParams): TrustPromp
 }
 
 /** Answer `policy/requestTrust` with the modal. */
-export function askPolicyTrust(host: Host, request: PolicyTrustRequestParams, token?: CancelToken): Promise<McpTrustResponse> {
+export function askPolicyTrust(host: Host, request: PolicyTrustQuestion, token?: CancelToken): Promise<McpTrustResponse> {
   return askTrust(host, `policies file ${request.configPath} (${request.hash.slice(0, 12)})`, policyTrustPrompt(request), token);
 }
 
@@ -85,7 +88,7 @@ async function decideFile(host: Host, client: TurnstonedClient, listing: PolicyL
   let trusted = false;
   if (pick.kind === "trust") {
     const policies = listing.policies.filter((p) => p.source === "workspace");
-    const answer = await askPolicyTrust(host, { workspace: "", configPath: file.path, hash: file.hash, policies });
+    const answer = await askPolicyTrust(host, { configPath: file.path, hash: file.hash, policies });
     if (answer.decision === "dismiss") return;
     trusted = answer.decision === "trust";
   }

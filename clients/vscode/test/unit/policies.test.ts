@@ -17,7 +17,7 @@ const RULES: PolicyInfo[] = [
 
 describe("the trust modal of a workspace's policies file", () => {
   it("shows every rule in the file's order, exactly as written, and says which need trust", () => {
-    const prompt = policyTrustPrompt({ workspace: "/src/app", configPath: FILE, hash: "9f86d081884c7d659a2f", policies: RULES });
+    const prompt = policyTrustPrompt({ configPath: FILE, hash: "9f86d081884c7d659a2f", policies: RULES });
     expect(prompt.message).toBe(`This project's ${FILE} wants 1 allow rule to run tool calls without asking. Trust it?`);
     expect(prompt.detail.split("\n").slice(0, 5)).toEqual([
       '#1  allow  label = "bash"  command = "npm test*"',
@@ -31,13 +31,13 @@ describe("the trust modal of a workspace's policies file", () => {
     expect(prompt.detail).toContain("(content hash 9f86d081884c…)");
     expect(trustActions(prompt)).toEqual(["Deny", "Trust"]);
     expect([trustDecision(prompt, "Trust"), trustDecision(prompt, "Deny"), trustDecision(prompt, undefined)].map((d) => d.decision)).toEqual(["trust", "deny", "dismiss"]);
-    const changed = policyTrustPrompt({ workspace: "/src/app", configPath: FILE, hash: "h", policies: [rule({}), rule({ index: 2 })], previouslyTrusted: true });
+    const changed = policyTrustPrompt({ configPath: FILE, hash: "h", policies: [rule({}), rule({ index: 2 })], previouslyTrusted: true });
     expect(changed.message).toBe(`${FILE} changed since you trusted it. Let its 2 allow rules run tool calls without asking?`);
   });
 
   it("a question withdrawn before it is shown is not shown; one withdrawn while open is logged", async () => {
     const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false }, { name: "w", path: "/w" });
-    const prompt = policyTrustPrompt({ workspace: "/w", configPath: FILE, hash: "abc", policies: RULES });
+    const prompt = policyTrustPrompt({ configPath: FILE, hash: "abc", policies: RULES });
     const withdrawn: CancelToken = { isCancellationRequested: true, onCancellationRequested: () => undefined };
     expect(await askTrust(host, "policies", prompt, withdrawn)).toEqual({ decision: "dismiss" });
     expect(host.shown).toEqual([]);
