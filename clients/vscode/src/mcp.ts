@@ -1,8 +1,7 @@
-/** MCP servers at a glance: quick-pick rows and refresh summaries. */
-import type { PickItem } from "./host";
-import type { McpChange, McpServerInfo, McpServerPreview, McpTrustRequestParams, McpTrustResponse } from "./protocol";
+/** MCP servers at a glance: quick-pick rows, refresh summaries, the project-config trust modal. */
 import type { CancelToken } from "./connection";
-import type { Host } from "./host";
+import type { Host, PickItem } from "./host";
+import type { McpChange, McpServerInfo, McpServerPreview, McpTrustRequestParams, McpTrustResponse } from "./protocol";
 import { askTrust, trustFooter, type TrustPrompt } from "./trust";
 
 const ICON: Record<string, string> = { connected: "$(pass-filled)", connecting: "$(sync~spin)", failed: "$(error)", disabled: "$(circle-slash)", untrusted: "$(shield)" };
