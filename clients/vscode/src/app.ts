@@ -2,11 +2,13 @@
 import { ApprovalBroker } from "./approvals";
 import { attachment } from "./chat/attachments";
 import { ChatController } from "./chat";
-import { daemonFeatures } from "./client";
+import { daemonFeatures, type DaemonFeatures } from "./client";
 import { rpcError } from "./connection";
 import { API_KEY_SECRET, Daemon } from "./daemon";
 import type { Host, TreeNode } from "./host";
+import { manageGrants } from "./grants";
 import { describeChanges, mcpPickItems } from "./mcp";
+import { managePolicies } from "./policies";
 import { PreviewController } from "./previews";
 import type { PreviewOpen, SessionInfo, SessionNotice } from "./protocol";
 import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
@@ -72,6 +74,21 @@ export function startApp(host: Host): App {
   const readProposal = async (sessionId: string, callId: string): Promise<Proposal> => (await running()).readFileChange(sessionId, callId);
   const features = () => (daemon.status.state === "ready" ? daemonFeatures(daemon.status.health) : null);
   const perCall = () => features()?.perCallDecisions ?? false;
+  /** The running client if the daemon has `feature`; else the user is told to update it. */
+  const having = async (feature: keyof DaemonFeatures, what: string, revision: string) => {
+    const client = await daemon.ready();
+    if (!client) return null;
+    if (features()?.[feature]) return client;
+    void host.info(`This daemon has no ${what} (it predates protocol revision ${revision}): update turnstoned.`);
+    return null;
+  };
+  /** The running client and the chat's session, for a command about that session. */
+  const inChat = async (feature: keyof DaemonFeatures, what: string, revision: string) => {
+    const client = await having(feature, what, revision);
+    const sessionId = chat.currentSession;
+    if (client && !sessionId) void host.info(`Start or resume a chat first: ${what} belong to a chat's session.`);
+    return client && sessionId ? { client, sessionId } : null;
+  };
   const review = new ReviewController(host, broker, readProposal, perCall);
   let listing: Promise<void> | null = null;
   const refreshSessions = (): Promise<void> => (listing ??= (async () => {
@@ -185,10 +202,16 @@ export function startApp(host: Host): App {
     },
     "turnstoned.compact": () => chat.compact(),
     "turnstoned.watches": async () => {
-      const client = await daemon.ready();
-      if (!client) return;
-      if (!features()?.watches) void host.info("This daemon has no watches (it predates protocol revision 1.3): update turnstoned.");
-      else await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
+      const client = await having("watches", "watches", "1.3");
+      if (client) await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
+    },
+    "turnstoned.grants": async () => {
+      const at = await inChat("policies", "grants", "1.5");
+      if (at) await manageGrants(host, at.client, at.sessionId);
+    },
+    "turnstoned.policies": async () => {
+      const at = await inChat("policies", "tool policies", "1.5");
+      if (at) await managePolicies(host, at.client, at.sessionId);
     },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {
@@ -214,6 +237,8 @@ export function startApp(host: Host): App {
         "MCP Servers": "turnstoned.mcpServers",
         "Compact Conversation": "turnstoned.compact",
         "Watches": "turnstoned.watches",
+        "Grants": "turnstoned.grants",
+        "Tool Policies": "turnstoned.policies",
         "Set API Key": "turnstoned.setApiKey",
       };
       const picked = await host.pick(Object.entries(actions).map(([label, id]) => ({ label, value: id })).concat([{ label: "Open Settings", value: "settings" }]), { title: "turnstoned" });

@@ -8,12 +8,17 @@ import type {
   DaemonHealthResult,
   DaemonNotifications,
   FileChangeReadResult,
+  GrantInfo,
   McpServerInfo,
   McpServerRefreshResult,
   McpServerTrustParams,
   McpServerTrustResult,
   McpTrustRequestParams,
   McpTrustResponse,
+  PolicyListResult,
+  PolicyTrustParams,
+  PolicyTrustRequestParams,
+  PolicyTrustResult,
   PreviewReadResult,
   SessionCompactResult,
   SessionInfo,
@@ -58,6 +63,8 @@ export interface DaemonFeatures {
   compaction: boolean;
   /** `arguments` in a per-call decision: the user edits a call before it runs (1.5). */
   editArguments: boolean;
+  /** `grant/list`, `grant/revoke`, `policy/list`, `policy/trust` (1.5). */
+  policies: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -68,11 +75,13 @@ function revisionAtLeast(revision: string | undefined, wanted: string): boolean 
 
 export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
   const v11 = revisionAtLeast(health.protocolRevision, "1.1");
-  return { perCallDecisions: v11, editReview: v11, editArguments: revisionAtLeast(health.protocolRevision, "1.5"), watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4") };
+  const v15 = revisionAtLeast(health.protocolRevision, "1.5");
+  return { perCallDecisions: v11, editReview: v11, editArguments: v15, policies: v15, watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4") };
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
 export type TrustHandler = (params: McpTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
+export type PolicyTrustHandler = (params: PolicyTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
 
 export class TurnstonedClient {
   private readonly conn: TypedConnection;
@@ -80,6 +89,7 @@ export class TurnstonedClient {
   private readonly subscriptions: Disposable[] = [];
   private approvalHandler: ApprovalHandler = async () => ({ decision: "deny", feedback: "No one is there to approve." });
   private trustHandler: TrustHandler = async () => ({ decision: "dismiss" });
+  private policyTrustHandler: PolicyTrustHandler = async () => ({ decision: "dismiss" });
 
   /** Every forwarded notification, in arrival order. */
   readonly onEvent = this.events.event;
@@ -94,12 +104,18 @@ export class TurnstonedClient {
     this.subscriptions.push(
       this.conn.serve(Method.itemToolRequestApproval, (params, token) => this.approvalHandler(params, token)),
       this.conn.serve(Method.mcpServerRequestTrust, (params, token) => this.trustHandler(params, token)),
+      this.conn.serve(Method.policyRequestTrust, (params, token) => this.policyTrustHandler(params, token)),
     );
   }
 
   /** Who answers `mcpServer/requestTrust` (the default trusts nothing). */
   setTrustHandler(handler: TrustHandler): void {
     this.trustHandler = handler;
+  }
+
+  /** Who answers `policy/requestTrust` (the default trusts nothing). */
+  setPolicyTrustHandler(handler: PolicyTrustHandler): void {
+    this.policyTrustHandler = handler;
   }
 
   /** Trust (start) or revoke a project's `.mcp.json` servers. */
@@ -174,6 +190,25 @@ export class TurnstonedClient {
 
   async tools(sessionId?: string): Promise<ToolInfo[]> {
     return (await this.conn.request(Method.toolList, { sessionId: sessionId ?? null })).tools;
+  }
+
+  /** A session's standing grants (1.5). */
+  async grants(sessionId: string): Promise<GrantInfo[]> {
+    return (await this.conn.request(Method.grantList, { sessionId })).grants;
+  }
+
+  async revokeGrant(sessionId: string, rule: string): Promise<boolean> {
+    return (await this.conn.request(Method.grantRevoke, { sessionId, rule })).revoked;
+  }
+
+  /** The tool policies that apply to a session, in the order tried (1.5). */
+  policies(sessionId: string): Promise<PolicyListResult> {
+    return this.conn.request(Method.policyList, { sessionId });
+  }
+
+  /** Trust or stop trusting a workspace's policies file (1.5). */
+  policyTrust(params: PolicyTrustParams): Promise<PolicyTrustResult> {
+    return this.conn.request(Method.policyTrust, params);
   }
 
   dispose(): void {

@@ -4,8 +4,9 @@ import { TurnstonedClient, type DaemonEvent } from "./client";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail, type Problem } from "./launch";
-import { trustDecision, trustPrompt } from "./mcp";
-import type { DaemonHealthResult, McpTrustRequestParams, McpTrustResponse } from "./protocol";
+import { askMcpTrust } from "./mcp";
+import { askPolicyTrust } from "./policies";
+import type { DaemonHealthResult } from "./protocol";
 
 /** The SecretStorage key of the model server's API key. */
 export const API_KEY_SECRET = "turnstoned.apiKey";
@@ -64,7 +65,9 @@ export class Daemon {
       });
       const client = new TurnstonedClient(this.handle.connection);
       client.setApprovalHandler((params, token) => this.broker.handle(params, token));
-      client.setTrustHandler((params) => this.askTrust(params));
+      // A project's .mcp.json or policies file asks for trust: a modal with exactly what it holds.
+      client.setTrustHandler((params, token) => askMcpTrust(this.host, params, token));
+      client.setPolicyTrustHandler((params, token) => askPolicyTrust(this.host, params, token));
       client.onEvent((event) => {
         if (event.method === "approval/resolved") this.broker.resolved(event.params);
         this.events.fire(event);
@@ -80,14 +83,6 @@ export class Daemon {
       await this.stopHandle();
       return this.fail(daemonStopped(launch.command, {}, this.tail.text() || reason));
     }
-  }
-
-  /** A project's .mcp.json asks to run: a modal with exactly what would run. */
-  private async askTrust(request: McpTrustRequestParams): Promise<McpTrustResponse> {
-    const prompt = trustPrompt(request);
-    const answer = trustDecision(await this.host.modal(prompt.message, prompt.detail, ...prompt.actions));
-    this.host.log(`MCP config ${request.configPath} (${request.hash.slice(0, 12)}): ${answer.decision}`);
-    return answer;
   }
 
   private fail(problem: Problem): null {

@@ -1,6 +1,8 @@
-/** MCP servers at a glance: quick-pick rows and refresh summaries. */
-import type { PickItem } from "./host";
+/** MCP servers at a glance: quick-pick rows, refresh summaries, the project-config trust modal. */
+import type { CancelToken } from "./connection";
+import type { Host, PickItem } from "./host";
 import type { McpChange, McpServerInfo, McpServerPreview, McpTrustRequestParams, McpTrustResponse } from "./protocol";
+import { askTrust, trustFooter, type TrustPrompt } from "./trust";
 
 const ICON: Record<string, string> = { connected: "$(pass-filled)", connecting: "$(sync~spin)", failed: "$(error)", disabled: "$(circle-slash)", untrusted: "$(shield)" };
 
@@ -69,26 +71,20 @@ function previewLines(server: McpServerPreview): string[] {
   return lines;
 }
 
-export const TRUST = "Trust and Start";
-export const DONT_TRUST = "Don't Trust";
-
 /** The modal for `mcpServer/requestTrust`: every command, URL and variable, exactly as written. */
-export function trustPrompt(request: McpTrustRequestParams): { message: string; detail: string; actions: string[] } {
+export function trustPrompt(request: McpTrustRequestParams): TrustPrompt {
   const n = request.servers.length;
   const message = request.previouslyTrusted
     ? `${request.configPath} changed since you trusted it. Start its ${n === 1 ? "MCP server" : `${n} MCP servers`}?`
     : `This project's ${request.configPath} wants to start ${n === 1 ? "an MCP server" : `${n} MCP servers`}. Trust it?`;
   const detail = [
     ...request.servers.flatMap(previewLines),
-    "",
-    "They run with your permissions. Trust only a file you have read; any change to it asks again.",
-    `(content hash ${request.hash.slice(0, 12)}…)`,
+    ...trustFooter("They run with your permissions. Trust only a file you have read; any change to it asks again.", request.hash),
   ].join("\n");
-  // The first action is the dialog's default (Enter): make that the safe one.
-  return { message, detail, actions: [DONT_TRUST, TRUST] };
+  return { message, detail, trust: "Trust and Start", deny: "Don't Trust" };
 }
 
-/** The user's choice as the daemon's answer: closing the dialog decides nothing for good. */
-export function trustDecision(choice: string | undefined): McpTrustResponse {
-  return { decision: choice === TRUST ? "trust" : choice === DONT_TRUST ? "deny" : "dismiss" };
+/** Answer `mcpServer/requestTrust` with the modal. */
+export function askMcpTrust(host: Host, request: McpTrustRequestParams, token?: CancelToken): Promise<McpTrustResponse> {
+  return askTrust(host, `MCP config ${request.configPath} (${request.hash.slice(0, 12)})`, trustPrompt(request), token);
 }

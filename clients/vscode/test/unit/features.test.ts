@@ -146,8 +146,10 @@ describe("sessions tree with coordinators", () => {
 
 describe("daemon revisions", () => {
   it("turn on what each revision added", () => {
-    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, watches: false, compaction: false });
-    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, watches: true, compaction: false });
+    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, policies: false, watches: false, compaction: false });
+    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, policies: false, watches: true, compaction: false });
     expect(daemonFeatures({ protocolRevision: "1.4" }).compaction).toBe(true);
+    expect(daemonFeatures({ protocolRevision: "1.5" })).toMatchObject({ editArguments: true, policies: true });
+    expect(daemonFeatures({ protocolRevision: "2.0" }).policies).toBe(true);
   });
 });

@@ -7,7 +7,8 @@ import { attachment, composePrompt } from "../../src/chat/attachments";
 import { errorHint } from "../../src/chat/hints";
 import { chatHtml, contentSecurityPolicy, makeNonce } from "../../src/chat/html";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail } from "../../src/launch";
-import { describeChanges, DONT_TRUST, mcpPickItems, mcpSummary, TRUST, trustDecision, trustPrompt } from "../../src/mcp";
+import { describeChanges, mcpPickItems, mcpSummary, trustPrompt } from "../../src/mcp";
+import { trustActions, trustDecision } from "../../src/trust";
 import { parseProposalUri, proposalUri } from "../../src/review";
 import { ago, sessionNodes } from "../../src/sessions";
 import { readSettings } from "../../src/settings";
@@ -141,13 +142,14 @@ describe("MCP project-config trust", () => {
     expect(prompt.detail).toContain("sets in its environment: DB_URL");
     expect(prompt.detail).toContain("connects to: https://mcp.example/${TENANT}");
     expect(prompt.detail).toContain("will not run: unsupported header");
-    expect(prompt.actions).toEqual([DONT_TRUST, TRUST]);
+    expect(trustActions(prompt)).toEqual(["Don't Trust", "Trust and Start"]);
     expect(trustPrompt({ workspace: "/w", configPath: "/w/.mcp.json", hash: "h", servers: [{ name: "a" }], previouslyTrusted: true }).message)
       .toBe("/w/.mcp.json changed since you trusted it. Start its MCP server?");
   });
 
   it("closing the dialog decides nothing for good", () => {
-    expect([trustDecision(TRUST), trustDecision(DONT_TRUST), trustDecision(undefined)].map((d) => d.decision)).toEqual(["trust", "deny", "dismiss"]);
+    const prompt = trustPrompt({ workspace: "/w", configPath: "/w/.mcp.json", hash: "h", servers: [] });
+    expect([trustDecision(prompt, "Trust and Start"), trustDecision(prompt, "Don't Trust"), trustDecision(prompt, undefined)].map((d) => d.decision)).toEqual(["trust", "deny", "dismiss"]);
   });
 });
 
