@@ -271,7 +271,11 @@ async def test_interrupt_during_stream(engine: Engine, sink: RecordingSink, mode
     model.push(hang(30, after_text="partial answer"), text("fresh"))
     sid = start(engine, tmp_path)
     turn_id, _ = engine.start_turn(sid, ["go"])
-    await sink.wait_for("item/agentMessage/delta")
+    # The first piece goes out at once; interrupt once the whole partial answer was streamed.
+    def streamed(_: Any) -> bool:
+        return "".join(e["delta"] for e in sink.of("item/agentMessage/delta")) == "partial answer"
+
+    await sink.wait_for("item/agentMessage/delta", streamed)
     engine.interrupt(sid, turn_id)
     done = await sink.wait_for("turn/completed", timeout=2)
     assert done["status"] == "interrupted"
