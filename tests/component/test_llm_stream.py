@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
 
 from tests.fakes.model_server import ScriptedModel, raw, text, tool_calls
 from turnstoned.config import ModelSettings
-from turnstoned.llm.openai_chat import _ThinkSplitter, stream_reply
+from turnstoned.llm.openai_chat import _ThinkSplitter, prewarm, stream_reply
 from turnstoned.llm.types import ModelReply
 
 
@@ -23,6 +25,21 @@ async def call(model: ScriptedModel) -> tuple[ModelReply, str, str]:
     reply = await stream_reply(settings(model), [{"role": "user", "content": "x"}], [],
                                texts.append, thoughts.append)
     return reply, "".join(texts), "".join(thoughts)
+
+
+async def test_a_turn_waits_for_the_connection_being_warmed(model: ScriptedModel) -> None:
+    """The model list is still on its way when the turn starts: the turn waits for that
+    connection instead of opening a second one beside it."""
+    model.models_gate = threading.Event()
+    model.push(text("hello"))
+    warming = asyncio.create_task(prewarm(settings(model)))
+    (_, port), = await asyncio.to_thread(model.wait_gets, 1, 5)
+    turn = asyncio.create_task(call(model))
+    await asyncio.sleep(0.2)  # long enough for a turn that does not wait to have connected
+    assert model.client_ports == []
+    model.models_gate.set()
+    (reply, content, _), _ = await asyncio.gather(turn, warming)
+    assert content == "hello" and model.client_ports == [port]
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -319,8 +319,11 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s " + format, self.address_string(), *args)
 
     def do_GET(self) -> None:
-        self.server.owner._record_get(self.path, self.client_address[1])
+        owner = self.server.owner
+        owner._record_get(self.path, self.client_address[1])
         if self.path.rstrip("/") in ("/v1/models", "/models"):
+            if owner.models_gate is not None:
+                owner.models_gate.wait(10)  # a slow server: the list comes when the test says
             model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "scripted"}
             self._send_json(200, {"object": "list", "data": [model]})
         else:
@@ -572,6 +575,7 @@ class ScriptedModel:
         self.headers: list[dict[str, str]] = []
         self.client_ports: list[int] = []  # the client's port of each chat-completions request
         self.gets: list[tuple[str, int]] = []  # (path, client port) of each GET
+        self.models_gate: threading.Event | None = None  # set: the model list is answered
         self.disconnects = 0
         self.reject_invalid_arguments = reject_invalid_arguments
         self.require_tool_results = require_tool_results

@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 _decode = msgspec.json.Decoder().decode
 
 _clients: dict[tuple[str | None, str, float], openai.AsyncOpenAI] = {}
+# Set once a client's warm-up connection is open (or failed): a turn that starts meanwhile
+# waits for it, briefly, rather than opening a second connection beside it.
+_warmed: dict[tuple[str | None, str, float], asyncio.Event] = {}
+_WARM_WAIT = 2.0
 
 _CONTEXT_HINTS = ("context length", "context window", "maximum context", "too many tokens",
                   "context_length_exceeded", "exceeds the available context", "prompt is too long")
@@ -35,8 +39,12 @@ _LIMIT_IN_TEXT = re.compile(r"(?:maximum context length is|context size \()\s*(\
                             re.IGNORECASE)
 
 
+def _key(model: ModelSettings) -> tuple[str | None, str, float]:
+    return (model.base_url, model.api_key, model.request_timeout)
+
+
 def _client(model: ModelSettings) -> openai.AsyncOpenAI:
-    key = (model.base_url, model.api_key, model.request_timeout)
+    key = _key(model)
     client = _clients.get(key)
     if client is None:
         client = openai.AsyncOpenAI(
@@ -51,11 +59,23 @@ async def prewarm(model: ModelSettings, timeout: float = 10.0) -> None:
     """Open the connection a first turn will reuse: ask for the model list (cheap) through
     the client turns share. A failure is only logged; the turn reports real problems."""
     client = _client(model).with_options(max_retries=0)  # the same connection pool
+    warmed = _warmed.setdefault(_key(model), asyncio.Event())
     try:
         async with asyncio.timeout(timeout):
             await client.models.list()
     except (openai.OpenAIError, TimeoutError) as exc:
         log.debug("the model server was not reached ahead of the first turn: %s", exc)
+    finally:
+        warmed.set()
+
+
+async def _after_warm_up(model: ModelSettings) -> None:
+    warmed = _warmed.get(_key(model))
+    if warmed is not None and not warmed.is_set():
+        try:
+            await asyncio.wait_for(warmed.wait(), _WARM_WAIT)
+        except TimeoutError:
+            pass  # a slow server: the turn opens its own connection
 
 
 def classify(exc: BaseException) -> ModelError:
@@ -273,6 +293,7 @@ async def stream_reply(
             text.append(content)
             on_text(content)
 
+    await _after_warm_up(model)
     try:
         async with _client(model).chat.completions.with_streaming_response.create(**kwargs) as response:
             async for chunk in _events(response):
