@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from turnstoned.tools import bash  # noqa: E402
-from turnstoned.tools.base import SessionEnv, ToolContext  # noqa: E402
+from turnstoned.tools import bash
+from turnstoned.tools.base import SessionEnv, ToolContext
 
 
 async def _tool_run(lines: int, cwd: Path) -> tuple[float, int, int]:

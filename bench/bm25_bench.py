@@ -25,29 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from turnstoned.search.bm25 import BM25Index, _chunk_tokens, tokenize
 
-VERBS = (
-    "list get create update delete search find read write open close merge fetch run "
-    "start stop restart deploy build test lint format upload download sync clone push pull "
-    "query export import archive restore assign label comment review approve schedule cancel"
-).split()
-NOUNS = (
-    "issue issues pull request branch commit repository repo file files directory folder "
-    "page document table row column record user users team project task tasks ticket "
-    "message channel thread email calendar event meeting invoice payment customer order "
-    "product database query index cluster pod container image volume secret config log "
-    "logs metric metrics alert dashboard report chart note notes tag release version "
-    "workflow job pipeline artifact bucket object key value cache queue topic webhook "
-    "token session permission role group member comment comments attachment snapshot"
-).split()
-ADJECTIVES = (
-    "open closed new existing current recent all active pending failed running public "
-    "private remote local shared archived draft default primary latest single multiple "
-    "given specified matching related optional required"
-).split()
-FILLER = (
-    "the a an of to for in on with by from and or that this its as at into using "
-    "returns matching optional between within"
-).split()
+VERBS = ["list", "get", "create", "update", "delete", "search", "find", "read", "write", "open", "close", "merge", "fetch", "run", "start", "stop", "restart", "deploy", "build", "test", "lint", "format", "upload", "download", "sync", "clone", "push", "pull", "query", "export", "import", "archive", "restore", "assign", "label", "comment", "review", "approve", "schedule", "cancel"]
+NOUNS = ["issue", "issues", "pull", "request", "branch", "commit", "repository", "repo", "file", "files", "directory", "folder", "page", "document", "table", "row", "column", "record", "user", "users", "team", "project", "task", "tasks", "ticket", "message", "channel", "thread", "email", "calendar", "event", "meeting", "invoice", "payment", "customer", "order", "product", "database", "query", "index", "cluster", "pod", "container", "image", "volume", "secret", "config", "log", "logs", "metric", "metrics", "alert", "dashboard", "report", "chart", "note", "notes", "tag", "release", "version", "workflow", "job", "pipeline", "artifact", "bucket", "object", "key", "value", "cache", "queue", "topic", "webhook", "token", "session", "permission", "role", "group", "member", "comment", "comments", "attachment", "snapshot"]
+ADJECTIVES = ["open", "closed", "new", "existing", "current", "recent", "all", "active", "pending", "failed", "running", "public", "private", "remote", "local", "shared", "archived", "draft", "default", "primary", "latest", "single", "multiple", "given", "specified", "matching", "related", "optional", "required"]
+FILLER = ["the", "a", "an", "of", "to", "for", "in", "on", "with", "by", "from", "and", "or", "that", "this", "its", "as", "at", "into", "using", "returns", "matching", "optional", "between", "within"]
 SERVERS = 40
 
 

@@ -37,8 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.rawrpc import RawDaemon  # noqa: E402
-from tests.fakes.model_server import ScriptedModel, text, tool_calls  # noqa: E402
+from tests.e2e.rawrpc import RawDaemon
+from tests.fakes.model_server import ScriptedModel, text, tool_calls
 
 
 def _frame(obj: dict[str, Any]) -> bytes:

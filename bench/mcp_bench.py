@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SERVER = ROOT / "tests" / "mcp_servers" / "everything.py"
 
-from turnstoned.mcp.config import ServerSpec  # noqa: E402
-from turnstoned.mcp.manager import MCPManager  # noqa: E402
+from turnstoned.mcp.config import ServerSpec
+from turnstoned.mcp.manager import MCPManager
 
 
 async def _timed_block(call: Callable[[], Awaitable[object]], n: int) -> list[float]:

@@ -41,7 +41,7 @@ async def _tool_once(query: str, root: Path) -> tuple[float, str]:
 
 def _direct_once(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    done = subprocess.run(argv, check=False, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start, len(done.stdout)
 
 

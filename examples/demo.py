@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakes.model_server import ScriptedModel, text, tool_calls  # noqa: E402
+from tests.fakes.model_server import ScriptedModel, text, tool_calls
 
 
 def main() -> int:

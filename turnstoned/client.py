@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import msgspec
 
@@ -86,7 +86,7 @@ class Client:
             await client.initialize()
         return client
 
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -287,8 +287,8 @@ async def test_exit_notice_on_natural_exit_only(env: SessionEnv) -> None:
     assert notices == [
         (
             "backgroundShell/exited",
-            "Background shell bash_1 (echo a; echo b; exit 3) exited with code 3 — 2 unread "
-            'line(s); use bash_output(id="bash_1") to read them.',
+            ("Background shell bash_1 (echo a; echo b; exit 3) exited with code 3 — 2 unread "
+            'line(s); use bash_output(id="bash_1") to read them.'),
             {"id": "bash_1", "exitCode": 3, "unreadLines": 2},
         )
     ]

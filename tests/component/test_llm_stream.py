@@ -38,7 +38,7 @@ async def test_a_turn_waits_for_the_connection_being_warmed(model: ScriptedModel
     await asyncio.sleep(0.2)  # long enough for a turn that does not wait to have connected
     assert model.client_ports == []
     model.models_gate.set()
-    (reply, content, _), _ = await asyncio.gather(turn, warming)
+    (_, content, _), _ = await asyncio.gather(turn, warming)
     assert content == "hello" and model.client_ports == [port]
 
 

@@ -74,7 +74,7 @@ async def test_is_error_is_a_tool_error(mcp_engine: Engine, sink: RecordingSink,
     model.push(tool_calls([("f1", "mcp__ev__fail", '{"reason": "disk on fire"}')]), text("ok"))
     sid = start(mcp_engine, tmp_path, skip_permissions=True)
     await run(mcp_engine, sink, sid, "fail")
-    item = [e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall"][0]
+    item = next(e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall")
     assert item["isError"] is True and item["status"] == "failed"
     assert "disk on fire" in item["output"]
 
@@ -200,7 +200,7 @@ async def test_interrupting_an_mcp_call_reports_unknown(mcp_engine: Engine, sink
     mcp_engine.interrupt(sid, turn_id)
     done = await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, timeout=2)
     assert done["status"] == "interrupted"
-    item = [e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall"][0]
+    item = next(e["item"] for e in sink.of("item/completed") if e["item"]["type"] == "toolCall")
     assert item["effectStatus"] == "unknown"
     # the connection survives: the server answers the next call
     model.push(tool_calls([("e1", "mcp__ev__echo", '{"text": "still here"}')]), text("ok"))

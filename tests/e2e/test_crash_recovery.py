@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-
 from tests.e2e.rawrpc import RawDaemon
 from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
 

@@ -36,7 +36,7 @@ def test_mcp_config_file_server_is_callable_and_stopped_on_exit(
     sid = d.result("session/start", {"cwd": str(tmp_path), "skipPermissions": True})["sessionId"]
     tid = d.result("turn/start", {"sessionId": sid, "input": [{"type": "text", "text": "pid"}]})["turnId"]
     d.wait_for("turn/completed", lambda p: p["turnId"] == tid)
-    item = [p["item"] for p in d.of("item/completed") if p["item"]["type"] == "toolCall"][0]
+    item = next(p["item"] for p in d.of("item/completed") if p["item"]["type"] == "toolCall")
     pid = int(item["output"].strip())
     tools = {t["name"]: t for t in d.result("tool/list", {"sessionId": sid})["tools"]}
     assert tools["mcp__ev__echo"]["source"] == "mcp" and tools["mcp__ev__echo"]["server"] == "ev"

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.track(self.connection, False)
         super().finish()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
 
     def do_GET(self) -> None:
@@ -592,7 +592,7 @@ class ScriptedModel:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> ScriptedModel:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

@@ -116,7 +116,7 @@ class HttpServer:
 
     async def start(self) -> None:
         argv = [sys.executable, str(EVERYTHING), "--http", "--port", str(self.port), *self.args]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)  # noqa: ASYNC220
         stdout = self.proc.stdout
         assert stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(stdout.readline), WAIT)

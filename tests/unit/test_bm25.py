@@ -301,7 +301,7 @@ def test_from_tokens_matches_text_construction() -> None:
 def _tool_corpus(size: int, seed: int) -> list[str]:
     """MCP-style tools sharing name tokens, Zipf-like words and some exact duplicates."""
     rng = random.Random(seed)
-    words = "list get create issue file page user the a of to open closed repo run".split()
+    words = ["list", "get", "create", "issue", "file", "page", "user", "the", "a", "of", "to", "open", "closed", "repo", "run"]
     weights = [1.0 / rank for rank in range(1, len(words) + 1)]
     docs: list[str] = []
     for _ in range(size):

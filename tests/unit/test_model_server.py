@@ -269,7 +269,7 @@ async def test_command_line_serves_token_replies() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "tests.fakes.model_server", "--port", "0",
                "--text-tokens", "50"]
-    with subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True) as proc:  # noqa: ASYNC220
         try:
             assert proc.stderr is not None
             line = await asyncio.wait_for(asyncio.to_thread(proc.stderr.readline), 30)

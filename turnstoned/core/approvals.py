@@ -243,7 +243,7 @@ async def cycle(gate: Gate, asked: list[PreparedCall], notes: dict[str, str],
     except asyncio.CancelledError:
         resolved("cancelled")
         raise
-    except Exception as exc:  # the client failed to answer: fail closed
+    except Exception as exc:  # noqa: BLE001 (the client failed to answer in any way: fail closed)
         resolved("deny")
         return _deny_all(verdict, asked, f"The editor could not be asked for approval ({exc})",
                          "deny", cycle_id)

@@ -25,7 +25,7 @@ import os
 from collections import deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import anyio
@@ -386,7 +386,7 @@ class _WatchedStream:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> _WatchedStream:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -176,8 +176,8 @@ class Store(Database):
             for queued_id in dequeue]
         for role, turn_id, body in messages:
             statements.append((
-                "INSERT INTO messages (session_id, turn_id, role, body, created_at) "
-                "VALUES (?,?,?,?,?)", (session_id, turn_id, role, body, now)))
+                ("INSERT INTO messages (session_id, turn_id, role, body, created_at) "
+                "VALUES (?,?,?,?,?)"), (session_id, turn_id, role, body, now)))
             entry = _recall.index_entry(body) if self.fts_enabled else None
             if entry is not None:  # same transaction: the index never lags the messages
                 statements.append((_recall.INSERT_SQL, entry))

@@ -202,7 +202,8 @@ async def run(
     argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel: asyncio.Event
 ) -> _Raw:
     """Run the backend; raises TimeoutError or _Stopped. The child never outlives this."""
-    proc = subprocess.Popen(
+    # Popen, not asyncio's: its pipes are read by selectors in a thread (fork is quick).
+    proc = subprocess.Popen(  # noqa: ASYNC220
         argv,
         cwd=cwd,
         env=env,
@@ -287,8 +288,8 @@ def _per_file(files: dict[str, list[str]], total: int, note: str, budget: int) -
     estimate = budget / (len(files) * max(80.0, average))
     for k in (rung for rung in LADDER if rung <= max(1.0, estimate)):
         out = [
-            f"({total} matches across {len(files)} files — showing first {k}/file. Narrow "
-            f"the query or read_file a specific path for full content.){note}"
+            (f"({total} matches across {len(files)} files — showing first {k}/file. Narrow "
+            f"the query or read_file a specific path for full content.){note}")
         ]
         for path, group in files.items():
             out += group[:k]
@@ -302,8 +303,8 @@ def _per_file(files: dict[str, list[str]], total: int, note: str, budget: int) -
 
 def _counts_only(files: dict[str, list[str]], total: int, note: str, budget: int) -> str:
     out = [
-        f"({total} matches across {len(files)} files — too many to show inline. Counts only, "
-        f"most matches first; narrow the query or restrict the path.){note}"
+        (f"({total} matches across {len(files)} files — too many to show inline. Counts only, "
+        f"most matches first; narrow the query or restrict the path.){note}")
     ]
     size = len(out[0])
     ranked = sorted(files.items(), key=lambda item: (-len(item[1]), item[0]))

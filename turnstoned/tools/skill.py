@@ -131,8 +131,8 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
             return fetched
         content = fetched
     record = skills.activate(ctx.env, skill, content)
-    lines = [f"Loaded skill '{skill.name}'. Its instructions are now part of your system "
-             "message.", f"Description: {skill.description}", f"Risk level: {skill.risk}"]
+    lines = [(f"Loaded skill '{skill.name}'. Its instructions are now part of your system "
+             "message."), f"Description: {skill.description}", f"Risk level: {skill.risk}"]
     if len(record["content"]) < len(content):
         lines.append(f"Note: the skill text was cut to {MAX_CONTENT} characters.")
     lines.extend(w for w in (risk_warning(skill),) if w)

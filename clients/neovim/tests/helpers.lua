@@ -239,6 +239,23 @@ function H.wait_turns(chat, n)
   end)
 end
 
+--- Stop the daemon, wipe `chat`'s buffer, and resume its session in a fresh daemon.
+---@param chat turnstoned.Chat
+---@return turnstoned.Chat
+function H.resume_after_restart(chat)
+  local sid = chat.sid
+  require('turnstoned').stop()
+  vim.cmd.bwipeout(chat.buf)
+  local resumed
+  require('turnstoned').resume(sid, function(_, c)
+    resumed = c
+  end)
+  H.wait('the resumed chat', function()
+    return resumed ~= nil
+  end)
+  return resumed
+end
+
 -- ---------------------------------------------------------------- screen dump
 
 ---@param buf integer

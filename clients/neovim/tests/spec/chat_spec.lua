@@ -406,16 +406,7 @@ H.test('input queued behind a running turn is shown as queued after the daemon r
   H.wait('the daemon to say it is queued', function()
     return status_at(chat, heading):find('queued', 1, true) ~= nil
   end)
-  local sid = chat.sid
-  turnstoned.stop()
-  vim.cmd.bwipeout(chat.buf)
-  local resumed
-  turnstoned.resume(sid, function(_, c)
-    resumed = c
-  end)
-  H.wait('the resumed chat', function()
-    return resumed ~= nil
-  end)
+  local resumed = H.resume_after_restart(chat)
   local row = line_of(resumed, 'Second, while it runs') - 2 -- its heading
   H.ok(status_at(resumed, row):find('the next prompt brings it along', 1, true),
     'the queued note:\n' .. H.text(resumed.buf))

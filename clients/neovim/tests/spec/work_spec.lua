@@ -98,17 +98,7 @@ H.test(':TurnstonedCompact draws a divider with the figures and the summary fold
 end)
 
 H.test('a resumed session shows where its context was compacted and what the watch reported (artifact)', function()
-  local old = session.current()
-  local sid = old.sid
-  turnstoned.stop()
-  vim.cmd.bwipeout(old.buf)
-  local resumed
-  turnstoned.resume(sid, function(_, chat)
-    resumed = chat
-  end)
-  H.wait('the resumed chat', function()
-    return resumed ~= nil
-  end)
+  local resumed = H.resume_after_restart(session.current())
   local text = H.text(resumed.buf)
   H.ok(text:find('──── context compacted [^\n]*\nContext compacted: %d+ earlier messages were summarised'),
     'the divider and the sentence:\n' .. text)
