@@ -115,6 +115,9 @@ async def test_a_long_turn_compacts_between_its_rounds_keeping_each_call_with_it
     assert sent[2]["tool_calls"][0]["id"] == sent[3]["tool_call_id"] == "call_0"
     assert "read all six files" not in json.dumps(sent[2:])  # the turn's start was summarised
     assert model.rejected == []  # no result ever went out without its call
+    # The summary's tokens are the turn's spend too: every request of the turn is counted.
+    assert len(brain.summary_requests) >= 1
+    assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in model.requests)
 
 
 async def test_a_result_compaction_can_make_room_for_arrives_whole(

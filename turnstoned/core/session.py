@@ -45,6 +45,13 @@ class TurnState:
     generation: int
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    # Tokens the turn spent: its model calls and its side calls (a compaction's summary).
+    usage: p.Usage = field(default_factory=p.Usage)
+
+    def add_usage(self, usage: dict[str, Any]) -> None:
+        self.usage.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.usage.total_tokens += int(usage.get("total_tokens") or 0)
 
 
 class Session:

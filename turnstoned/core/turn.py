@@ -40,7 +40,7 @@ class TurnRunner:
         self.batch: Batch | None = None
         self.tools = Toolset()
         self._reply_id = ""
-        self.usage = p.Usage()
+        self.usage = turn.usage
         self.items = ItemStream(sink, session.id, turn.id)
         self._fixed_chars = 0  # the system message and tool schemas of the last model call
 
@@ -152,9 +152,7 @@ class TurnRunner:
         session = self.session
         if reply.usage:
             session.last_usage = reply.usage
-            self.usage.prompt_tokens += reply.usage["prompt_tokens"]
-            self.usage.completion_tokens += reply.usage["completion_tokens"]
-            self.usage.total_tokens += reply.usage["total_tokens"]
+            self.turn.add_usage(reply.usage)
             prompt = int(reply.usage["prompt_tokens"])
             if prompt > 0:
                 session.chars_per_token = min(8.0, max(1.0, prompt_chars / prompt))

@@ -309,8 +309,10 @@ async def stream_reply(
     return reply
 
 
-async def complete(model: ModelSettings, messages: list[dict[str, Any]]) -> str:
-    """A side call without tools (e.g. reading a fetched page): the reply's text.
+async def complete(model: ModelSettings, messages: list[dict[str, Any]],
+                   on_usage: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """A side call without tools (e.g. reading a fetched page): the reply's text; the
+    server's token counts go to ``on_usage`` when it sent them.
 
     The reply may use at most a quarter of the context window (or the model's
     own ``max_tokens``, if smaller); its reasoning is not returned.
@@ -320,4 +322,6 @@ async def complete(model: ModelSettings, messages: list[dict[str, Any]]) -> str:
         cap = min(cap, model.max_tokens)
     reply = await stream_reply(replace(model, max_tokens=cap), messages, [],
                                lambda text: None, lambda thought: None)
+    if on_usage is not None and reply.usage:
+        on_usage(reply.usage)
     return reply.content
