@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import RecordingSink
-from tests.fakes.model_server import Response, ScriptedModel, hang, text, tool_calls
+from tests.fakes.model_server import Response, ScriptedModel, hang, prompt_tokens, text, tool_calls
 from tests.turnkit import completed_tools, run, start
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
@@ -98,13 +98,17 @@ async def test_smart_approvals_run_a_batch_of_safe_calls_unasked(
     engine = judged_engine(smart=True)
     model.push(tool_calls([bash("b1", "ls -la"), bash("b2", "cat README.md"),
                            bash("b3", "touch new.txt")]), text("ok"))
-    await run(engine, sink, start(engine, tmp_path), "go")
+    done = await run(engine, sink, start(engine, tmp_path), "go")
     assert sink.approvals == []
     items = completed_tools(sink)
     assert [i["status"] for i in items] == ["completed"] * 3
     assert all(i["autoApproved"] and i["autoApproveReason"].startswith("smart approval")
                for i in items)
     assert "0.96 or more" in items[0]["autoApproveReason"]
+    # The judge's tokens are the turn's spend too (it may be another model, but it is paid).
+    assert len(judge.server.requests) == 3
+    spent = [*model.requests, *judge.server.requests]
+    assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in spent)
 
 
 async def test_one_low_confidence_call_sends_the_batch_to_the_user(

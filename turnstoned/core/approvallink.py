@@ -3,8 +3,9 @@ requests that show and change grants and policies (``grant/*``, ``policy/*``).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from turnstoned import paths
 from turnstoned import protocol as p
@@ -51,9 +52,14 @@ def make_judge(engine: Engine) -> Judge | None:
         live = engine.sessions.get(session_id)
         return resolve_model(engine.config.model, live.model if live else None)
 
+    def usage_for(session_id: str) -> Callable[[dict[str, Any]], None] | None:
+        live = engine.sessions.get(session_id)
+        turn = live.turn if live else None
+        return turn.add_usage if turn else None
+
     settings = JudgeSettings(timeout=cfg.timeout, smart=cfg.smart_approvals,
                              threshold=cfg.confidence_threshold)
-    return Judge(settings, model_for)
+    return Judge(settings, model_for, usage_for=usage_for)
 
 
 def workspace_of(session: Session) -> Path:

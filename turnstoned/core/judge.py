@@ -52,7 +52,9 @@ high: destroys data, touches credentials, sends data out or reaches other machin
 critical: could wreck the system or leak secrets."""
 
 ModelFor = Callable[[str], ModelSettings | str]  # session id -> the model to ask (or why not)
-Complete = Callable[[ModelSettings, list[dict[str, Any]]], Awaitable[str]]
+OnUsage = Callable[[dict[str, Any]], None]
+Complete = Callable[[ModelSettings, list[dict[str, Any]], OnUsage | None], Awaitable[str]]
+UsageFor = Callable[[str], OnUsage | None]  # session id -> where its running turn counts tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,20 +64,22 @@ class JudgeSettings:
     threshold: float = 0.95
 
 
-async def _complete(model: ModelSettings, messages: list[dict[str, Any]]) -> str:
+async def _complete(model: ModelSettings, messages: list[dict[str, Any]],
+                    on_usage: OnUsage | None) -> str:
     from turnstoned.llm.openai_chat import complete  # imports openai: not at startup
 
-    return await complete(model, messages)
+    return await complete(model, messages, on_usage)
 
 
 class Judge:
     """Asks a model about tool calls."""
 
     def __init__(self, settings: JudgeSettings, model_for: ModelFor,
-                 complete: Complete = _complete) -> None:
+                 complete: Complete = _complete, usage_for: UsageFor = lambda _: None) -> None:
         self.settings = settings
         self._model_for = model_for
         self._complete = complete
+        self._usage_for = usage_for
         self._slots = asyncio.Semaphore(MAX_PARALLEL)
 
     def rate_all(self, session_id: str, calls: list[PreparedCall],
@@ -99,7 +103,8 @@ class Judge:
                     {"role": "user", "content": _describe(call, env, heuristic)}]
         try:
             async with self._slots:
-                reply = await asyncio.wait_for(self._complete(model, messages),
+                on_usage = self._usage_for(session_id)
+                reply = await asyncio.wait_for(self._complete(model, messages, on_usage),
                                                self.settings.timeout)
         except TimeoutError:
             return fallback(heuristic, f"the judge gave no answer within "
