@@ -18,7 +18,7 @@ import msgspec
 import pytest
 
 from tests.conftest import RecordingSink, write_config
-from tests.fakes.model_server import ScriptedModel, error, text, tool_calls
+from tests.fakes.model_server import ScriptedModel, error, prompt_tokens, text, tool_calls
 from tests.fakes.web import Internet, Reply, Site, page
 from tests.turnkit import completed_tools, run, start, tool_messages
 from turnstoned import config, paths
@@ -101,6 +101,8 @@ async def test_a_public_page_is_fetched_and_answered(
     assert result == "The default port is 8080.\n\nSource: http://docs.test/guide"
     assert "Configuration" not in json.dumps(after["messages"])  # the page never reaches it
     assert internet.dials == [PUB]
+    # Reading the page is the turn's spend too.
+    assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in model.requests)
 
 
 async def test_private_targets_need_the_opt_in_and_ask_even_when_granted(

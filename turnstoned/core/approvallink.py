@@ -54,8 +54,7 @@ def make_judge(engine: Engine) -> Judge | None:
 
     def usage_for(session_id: str) -> Callable[[dict[str, Any]], None] | None:
         live = engine.sessions.get(session_id)
-        turn = live.turn if live else None
-        return turn.add_usage if turn else None
+        return live.spend() if live else None
 
     settings = JudgeSettings(timeout=cfg.timeout, smart=cfg.smart_approvals,
                              threshold=cfg.confidence_threshold)

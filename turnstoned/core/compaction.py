@@ -215,10 +215,10 @@ class Compactor:
 
         model = replace(self.model, context_window=lim.window, max_tokens=lim.summary_tokens)
 
-        turn = self.session.turn  # a compaction between turns is nobody's spend to report
+        spend = self.session.spend()
 
         async def side_call(msgs: list[dict[str, str]]) -> str:
-            return await complete(model, list(msgs), turn.add_usage if turn else None)
+            return await complete(model, list(msgs), spend)
 
         try:
             text = await summarise(older, side_call, window_tokens=lim.window,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,6 +88,10 @@ class Session:
     @property
     def running(self) -> bool:
         return self.turn is not None
+
+    def spend(self) -> Callable[[dict[str, Any]], None] | None:
+        """Where a side call's token counts go: the running turn's tally (None between turns)."""
+        return self.turn.add_usage if self.turn else None
 
     def commit(self, msgs: list[m.Message], folded: list[m.Message] | None = None) -> None:
         """Persist then append: what the store has is what the model will see.

@@ -37,7 +37,7 @@ def attach(engine: Engine, config: Config) -> None:
         model = resolve_model(engine.config.model, live.model if live else None)
         if isinstance(model, str):
             raise ModelError("notConfigured", model)
-        return await complete(model, messages)
+        return await complete(model, messages, live.spend() if live else None)
 
     def preview_opened(session_id: str, call_id: str, record: PreviewRecord) -> None:
         from turnstoned.tools._preview import CSP, CSP_DEFAULT
