@@ -129,7 +129,12 @@ async def test_interrupt_before_the_agent_acted_is_none(
     model.push(tool_calls([_task("t1", "Think first.")]), hang(30, after_text="Let me"))
     sid = start(engine, tmp_path)
     turn_id, _ = engine.start_turn(sid, ["delegate"])
-    await sink.wait_for("item/agentMessage/delta", lambda e: e.get("parentCallId") is not None)
+
+    def said_it_all(_: Any) -> bool:  # the first piece goes out at once; wait for the rest
+        nested = sink.of("item/agentMessage/delta")
+        return "".join(e["delta"] for e in nested if e.get("parentCallId")) == "Let me"
+
+    await sink.wait_for("item/agentMessage/delta", said_it_all)
     engine.interrupt(sid, turn_id)
     await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id)
     item = next(e["item"] for e in sink.of("item/completed") if e.get("parentCallId") is None
