@@ -4,7 +4,7 @@ import * as path from "node:path";
 import type { Page } from "playwright-core";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { FromWebview, ToWebview } from "../../src/chat/messages";
-import { browserRig } from "../support/page";
+import { browserRig, postAll } from "../support/page";
 
 const ARTIFACTS = path.resolve(__dirname, "../artifacts");
 const recording = JSON.parse(fs.readFileSync(path.resolve(__dirname, "../fixtures/approval-turn.json"), "utf8")) as { sessionId: string; messages: ToWebview[] };
@@ -23,7 +23,7 @@ beforeEach(async () => {
 });
 
 async function send(messages: ToWebview[]): Promise<void> {
-  await page.evaluate((ms) => { for (const m of ms) window.postMessage(m, "*"); }, messages);
+  await postAll(page, messages);
 }
 
 async function posted(): Promise<FromWebview[]> {

@@ -10,7 +10,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { FromWebview, ToWebview } from "../../src/chat/messages";
 import type { FromPreview, PreviewInfo, ToPreview } from "../../src/preview/messages";
 import type { PreviewKind } from "../../src/protocol";
-import { browserRig } from "../support/page";
+import { browserRig, postAll } from "../support/page";
 
 const ARTIFACTS = path.resolve(__dirname, "../artifacts");
 interface Recording { sessionId: string; messages: ToWebview[]; panels?: ToPreview[][] }
@@ -33,7 +33,7 @@ async function open(url: string, viewport = { width: 420, height: 760 }): Promis
 }
 
 async function send(messages: unknown[]): Promise<void> {
-  await page.evaluate((ms) => { for (const m of ms) window.postMessage(m, "*"); }, messages);
+  await postAll(page, messages);
 }
 
 async function posted<T>(): Promise<T[]> {

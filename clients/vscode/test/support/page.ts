@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
 import { chatHtml } from "../../src/chat/html";
 import { previewHtml } from "../../src/preview/html";
@@ -102,4 +102,28 @@ export function browserRig(): BrowserRig {
     await rig.server?.close();
   });
   return rig;
+}
+
+/**
+ * Posts messages to a page as the extension does (one task each) and returns once the page has
+ * received the last of them and drawn a frame after it: the pages draw once per animation frame,
+ * so without this a check could see the first messages drawn and not the rest.
+ */
+export async function postAll(page: Page, messages: unknown[]): Promise<void> {
+  await page.evaluate(async (ms) => {
+    const marker = `posted-${Math.random()}`;
+    const received = new Promise<void>((resolve) => {
+      const seen = (event: MessageEvent): void => {
+        if (event.data !== marker) return;
+        window.removeEventListener("message", seen);
+        resolve();
+      };
+      window.addEventListener("message", seen);
+    });
+    for (const m of ms) window.postMessage(m, "*");
+    window.postMessage(marker, "*");
+    await received;
+    // Registered after the page's own frame callback, so it runs once that draw is done.
+    await new Promise<void>((resolve) => requestAnimationFrame(() => resolve()));
+  }, messages);
 }
