@@ -97,10 +97,8 @@ def everything_seen(sink: RecordingSink, engine: Engine) -> str:
 
 
 async def questions_answered(engine: Engine) -> None:
-    pending = set(engine.projects._tasks)
-    if pending:
-        await asyncio.wait(pending, timeout=WAIT)
-    assert not engine.projects._tasks
+    await engine.projects.questions.settle(WAIT)
+    assert not engine.projects.questions.pending
 
 
 async def process_exit(pid: int, timeout: float = WAIT) -> None:

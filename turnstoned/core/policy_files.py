@@ -11,7 +11,6 @@ and asks at the next session. ``policy/trust`` decides on demand.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ from pathlib import Path
 from turnstoned import protocol as p
 from turnstoned.config import ConfigError, PolicyFile, PolicyRule, decode
 from turnstoned.core.policies import Policy, ordered
+from turnstoned.questions import Answer, TrustQuestions
 from turnstoned.store.trust import TrustStore
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,7 @@ class PolicyBook:
                         for i, rule in enumerate(config_rules)]
         self._decisions = decisions
         self._ask = ask
-        self._asking: set[tuple[Path, str]] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.questions = TrustQuestions()
 
     def policies(self, workspace: Path) -> tuple[list[Policy], WorkspaceFile | None]:
         """The policies for a session in ``workspace``, in the order they are tried."""
@@ -110,35 +109,22 @@ class PolicyBook:
         found = read_file(workspace.resolve())
         if found is None or not any(r.action == "allow" for r in found.rules):
             return
-        key = (found.workspace, found.hash)
-        if self.decision(found) is not None or self._ask is None or key in self._asking:
+        ask = self._ask
+        if self.decision(found) is not None or ask is None:
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop, so no client to ask
-            return
-        self._asking.add(key)
-        task = loop.create_task(self._ask_once(found), name=f"policy-trust:{found.workspace}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
-    async def _ask_once(self, found: WorkspaceFile) -> None:
-        assert self._ask is not None
-        policies, _ = self.policies(found.workspace)
-        question = p.PolicyTrustRequestParams(
-            workspace=str(found.workspace), config_path=str(found.path), hash=found.hash,
-            policies=[x.info() for x in policies if x.source == "workspace"],
-            previously_trusted=self._decisions.ever_trusted(str(found.workspace)))
-        try:
-            answer = await self._ask(question)
-        except Exception:  # a background task's boundary: a failed question trusts nothing
-            log.exception("asking about %s failed", found.path)
-            answer = None
-        finally:
-            self._asking.discard((found.workspace, found.hash))
-        if answer in ("trust", "deny"):
+        async def question() -> str | None:
+            policies, _ = self.policies(found.workspace)
+            return await ask(p.PolicyTrustRequestParams(
+                workspace=str(found.workspace), config_path=str(found.path), hash=found.hash,
+                policies=[x.info() for x in policies if x.source == "workspace"],
+                previously_trusted=self._decisions.ever_trusted(str(found.workspace))))
+
+        def decided(answer: Answer) -> None:
             self._decisions.record(str(found.workspace), str(found.path), found.hash,
                                    "trusted" if answer == "trust" else "denied")
+
+        self.questions.ask((found.workspace, found.hash), str(found.path), question, decided)
 
     def set_trusted(self, workspace: Path, trusted: bool,
                     expected_hash: str | None = None) -> WorkspaceFile:
@@ -158,7 +144,4 @@ class PolicyBook:
 
     async def close(self) -> None:
         """Withdraw pending questions."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.questions.close()

@@ -35,6 +35,7 @@ from turnstoned.mcp.project import (
     project_origin,
     read_project,
 )
+from turnstoned.questions import Answer, TrustQuestions
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +95,7 @@ class ProjectTrust:
         self._ask = ask
         self._settle_timeout = settle_timeout
         self._loaded: dict[Path, tuple[str, Decision | None] | None] = {}
-        self._asking: set[tuple[Path, str]] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.questions = TrustQuestions()
 
     def open(self, workspace: Path) -> None:
         """A session opened in ``workspace``: load its config, ask about it if undecided."""
@@ -135,10 +135,7 @@ class ProjectTrust:
 
     async def close(self) -> None:
         """Withdraw pending questions."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.questions.close()
 
     # -- loading -------------------------------------------------------------------
 
@@ -185,38 +182,23 @@ class ProjectTrust:
     # -- asking --------------------------------------------------------------------
 
     def _question(self, project: ProjectFile) -> None:
-        key = (project.workspace, project.hash)
-        if self._ask is None or key in self._asking or not project.table:
+        ask = self._ask
+        if ask is None or not project.table:
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop, so no client to ask
-            return
-        self._asking.add(key)
-        question = Question(
-            workspace=project.workspace, config_path=project.path, hash=project.hash,
-            servers=preview(project),
-            previously_trusted=self._decisions.ever_trusted(str(project.workspace)))
-        task = loop.create_task(self._ask_once(project, question),
-                                name=f"mcp-trust:{project.workspace}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
-    async def _ask_once(self, project: ProjectFile, question: Question) -> None:
-        assert self._ask is not None
-        try:
-            answer = await self._ask(question)
-        except Exception:  # a background task's boundary: a failed question trusts nothing
-            log.exception("asking about %s failed", project.path)
-            answer = None
-        finally:
-            self._asking.discard((project.workspace, project.hash))
-        if answer not in ("trust", "deny"):
-            log.info("%s stays untrusted (answer: %r)", project.path, answer)
-            return
-        self._decisions.record(str(project.workspace), str(project.path), project.hash,
-                               "trusted" if answer == "trust" else "denied")
-        self.open(project.workspace)
+        async def question() -> str | None:
+            return await ask(Question(
+                workspace=project.workspace, config_path=project.path, hash=project.hash,
+                servers=preview(project),
+                previously_trusted=self._decisions.ever_trusted(str(project.workspace))))
+
+        def decided(answer: Answer) -> None:
+            self._decisions.record(str(project.workspace), str(project.path), project.hash,
+                                   "trusted" if answer == "trust" else "denied")
+            self.open(project.workspace)
+
+        self.questions.ask((project.workspace, project.hash), str(project.path), question,
+                           decided)
 
 
 def _reason(project: ProjectFile, decision: Decision | None) -> str:
