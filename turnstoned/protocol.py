@@ -24,8 +24,8 @@ PROTOCOL_VERSION = 1
 # adds intent verdicts, the judge, smart approvals, tool policies, readable grants and edited
 # arguments; "1.6" adds daemon/health's model probe (``probe``, ``modelReachable``); "1.7"
 # adds several clients of a resident daemon (session/unsubscribe, clients and resident in
-# daemon/health).
-PROTOCOL_REVISION = "1.7"
+# daemon/health); "1.8" adds ``usage`` to session/compacted.
+PROTOCOL_REVISION = "1.8"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -712,6 +712,9 @@ class SessionCompacted(Event, kw_only=True):
     context_window: int
     text: str  # one line for the user
     summary: str = ""  # what the model reads instead ("" when mode is "dropped")
+    # The tokens the summary cost, as the server reported them (null when it reported none or
+    # no call was made); within a turn they count in its turn/completed usage too.
+    usage: Usage | None = None
 
 
 class SessionNotice(Event, kw_only=True):

@@ -118,6 +118,7 @@ async def test_a_long_turn_compacts_between_its_rounds_keeping_each_call_with_it
     # The summary's tokens are the turn's spend too: every request of the turn is counted.
     assert len(brain.summary_requests) >= 1
     assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in model.requests)
+    assert event["usage"]["promptTokens"] == prompt_tokens(brain.summary_requests[0])
 
 
 async def test_a_result_compaction_can_make_room_for_arrives_whole(
@@ -159,6 +160,9 @@ async def test_session_compact_on_demand_between_turns_and_during_one(
     assert answer.status == "compacted" and answer.text == event["text"]
     assert (await engine.compact(sid)).status == "unchanged"  # the summary and one turn
     assert event["trigger"] == "manual" and event["turnId"] is None and event["messages"] == 4
+    # No turn pays for it, so the event says what the summary cost.
+    assert event["usage"]["promptTokens"] == prompt_tokens(brain.summary_requests[0]) > 0
+    assert event["usage"]["totalTokens"] > event["usage"]["promptTokens"]
     brain.plan.append(text("hello back 4"))
     await run(engine, sink, sid, "hello 4")
     sent = model.requests[-1]["messages"]
@@ -246,6 +250,7 @@ async def test_a_failing_summary_drops_the_older_part_with_a_note(
     sid = start(engine, tmp_path)
     n, event = await read_until_compacted(engine, sink, sid)
     assert event["mode"] == "dropped" and event["summary"] == ""
+    assert event.get("usage") is None  # the summary call failed: nothing reported
     assert "summarising failed" in event["text"] and "the summariser is down" in event["text"]
     sent = after_summary(model, brain)["messages"]
     assert sent[1]["content"].startswith("Context note, written by turnstoned")

@@ -212,7 +212,7 @@ def test_file_change_is_read_while_pending_and_refused_after(daemon: RawDaemon, 
                text("written"))
     daemon.on_request = lambda msg: DEFER
     caps = daemon.initialize()["capabilities"]["experimental"]["turnstoned"]
-    assert caps["protocolRevision"] == "1.7" == daemon.result("daemon/health")["protocolRevision"]
+    assert caps["protocolRevision"] == "1.8" == daemon.result("daemon/health")["protocolRevision"]
     sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
     tid = daemon.result("turn/start", {"sessionId": sid,
                                        "input": [{"type": "text", "text": "write"}]})["turnId"]

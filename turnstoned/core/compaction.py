@@ -35,7 +35,7 @@ from turnstoned.config import Config, ModelSettings, SessionConfig
 from turnstoned.core import messages as m
 from turnstoned.core.events import EventSink
 from turnstoned.core.results import Budget, GuardSettings, guard_output
-from turnstoned.core.session import Session
+from turnstoned.core.session import Session, count_usage
 from turnstoned.core.summary import SummaryFailed, dropped_message, summarise, summary_message
 from turnstoned.llm.types import ModelError
 from turnstoned.tools.base import ToolOutput
@@ -191,14 +191,16 @@ class Compactor:
             previous = older[0] if older[0].notice == m.SUMMARY_NOTICE else None
             count = len(older) - (previous is not None)
             before = self.measure(session.history, schemas)
-            summary, message, reason = await self._replacement(older, count, lim, previous)
+            spent = p.Usage()
+            summary, message, reason = await self._replacement(older, count, lim, previous, spent)
             kept = session.history[cut:]
             view = [message, *kept]
             event = p.SessionCompacted(
                 session_id=session.id, turn_id=turn_id, trigger=trigger,
                 mode="summary" if summary else "dropped", messages=count,
                 context_tokens_before=before, context_tokens_after=self.measure(view, schemas),
-                context_window=lim.window, text="", summary=summary)
+                context_window=lim.window, text="", summary=summary,
+                usage=spent if spent.total_tokens or spent.prompt_tokens else None)
             event.text = _notice_text(event, reason)
             session.store.add_compaction(session.id, kept[0].id if kept else None, m.encode(message),
                                          msgspec.json.encode(event).decode())
@@ -209,13 +211,20 @@ class Compactor:
         return event
 
     async def _replacement(self, older: list[m.Message], count: int, lim: Limits,
-                           previous: m.Message | None) -> tuple[str, m.Message, str]:
-        """``(summary, the message standing for older, why there is no summary)``."""
+                           previous: m.Message | None, spent: p.Usage,
+                           ) -> tuple[str, m.Message, str]:
+        """``(summary, the message standing for older, why there is no summary)``; the
+        summary's tokens go to ``spent`` and to the running turn's tally, if any."""
         from turnstoned.llm.openai_chat import complete  # imports openai: not on startup
 
         model = replace(self.model, context_window=lim.window, max_tokens=lim.summary_tokens)
 
-        spend = self.session.spend()
+        in_turn = self.session.spend()
+
+        def spend(usage: dict[str, Any]) -> None:
+            count_usage(spent, usage)
+            if in_turn is not None:
+                in_turn(usage)
 
         async def side_call(msgs: list[dict[str, str]]) -> str:
             return await complete(model, list(msgs), spend)

@@ -50,9 +50,14 @@ class TurnState:
     usage: p.Usage = field(default_factory=p.Usage)
 
     def add_usage(self, usage: dict[str, Any]) -> None:
-        self.usage.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
-        self.usage.total_tokens += int(usage.get("total_tokens") or 0)
+        count_usage(self.usage, usage)
+
+
+def count_usage(total: p.Usage, usage: dict[str, Any]) -> None:
+    """Add a model call's reported token counts (OpenAI's ``usage``) to ``total``."""
+    total.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+    total.completion_tokens += int(usage.get("completion_tokens") or 0)
+    total.total_tokens += int(usage.get("total_tokens") or 0)
 
 
 class Session:

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.7";
+export const PROTOCOL_REVISION = "1.8";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -533,6 +533,7 @@ export interface SessionCompacted {
   contextWindow: number;
   text: string;
   summary?: string;
+  usage?: Usage | null;
 }
 
 export interface SessionInfo {

@@ -364,6 +364,7 @@
 ---@field contextWindow integer
 ---@field text string
 ---@field summary? string
+---@field usage? turnstoned.Usage|nil
 
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
@@ -584,7 +585,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.7"
+M.PROTOCOL_REVISION = "1.8"
 
 --- Every method name of the protocol.
 M.methods = {
