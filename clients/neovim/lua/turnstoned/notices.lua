@@ -66,6 +66,10 @@ function M.compacted(chat, p)
     line = ('%d earlier messages summarised · context %s → %s tokens of %s'):format(p.messages,
       short(p.contextTokensBefore), short(p.contextTokensAfter), short(p.contextWindow))
   end
+  local cost = type(p.usage) == 'table' and tonumber(p.usage.totalTokens) or 0
+  if cost > 0 then
+    line = line .. (' · the summary cost %s tokens'):format(short(cost))
+  end
   compactions = compactions + 1
   compaction(chat, 'compacted-live-' .. compactions, p.trigger, line, p.summary)
 end

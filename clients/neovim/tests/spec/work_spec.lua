@@ -83,7 +83,7 @@ H.test(':TurnstonedCompact draws a divider with the figures and the summary fold
     return H.text(chat.buf):find('context compacted (manual)', 1, true) ~= nil
   end)
   local text = H.text(chat.buf)
-  H.ok(text:find('──── context compacted %(manual%) [^\n]*\n%d+ earlier messages summarised · context [%d.k]+ → [%d.k]+ tokens of 32.8k'),
+  H.ok(text:find('──── context compacted %(manual%) [^\n]*\n%d+ earlier messages summarised · context [%d.k]+ → [%d.k]+ tokens of 32.8k · the summary cost [%d.k]+ tokens\n'),
     'the divider and figures:\n' .. text)
   local summary = line_of(chat, '📝 Summary the model reads from here on')
   H.eq(api.nvim_buf_get_lines(chat.buf, summary, summary + 1, false)[1],

@@ -19,7 +19,7 @@ export interface CompactionEntry {
   id: string;
   text: string;
   summary: string;
-  figures: { trigger: string; mode: string; messages: number; before: number; after: number; window: number } | null;
+  figures: { trigger: string; mode: string; messages: number; before: number; after: number; window: number; cost: number | null } | null;
 }
 /** A preview the model opened from a tool call (the card offers to show it again). */
 export interface PreviewLink { previewId: string; title: string; kind: PreviewKind }
@@ -224,7 +224,7 @@ function noticeEntry(id: string, noticeKind: string, text: string, data?: Sessio
 function compactionEntry(id: string, event: SessionCompacted): CompactionEntry {
   return {
     kind: "compaction", id, text: event.text, summary: event.summary ?? "",
-    figures: { trigger: event.trigger, mode: event.mode, messages: event.messages, before: event.contextTokensBefore, after: event.contextTokensAfter, window: event.contextWindow },
+    figures: { trigger: event.trigger, mode: event.mode, messages: event.messages, before: event.contextTokensBefore, after: event.contextTokensAfter, window: event.contextWindow, cost: event.usage?.totalTokens ?? null },
   };
 }
 

@@ -95,7 +95,7 @@ function compactionNode(entry: CompactionEntry, node: HTMLElement): void {
   once(node, `${entry.text}|${entry.summary}`, () => {
     const f = entry.figures;
     const label = f
-      ? `Context compacted${f.trigger === "auto" ? "" : ` (${f.trigger})`} · ${tokens(f.before)} → ${tokens(f.after)} of ${tokens(f.window)} tokens · ${f.messages} messages ${f.mode === "summary" ? "summarised" : "dropped"}`
+      ? `Context compacted${f.trigger === "auto" ? "" : ` (${f.trigger})`} · ${tokens(f.before)} → ${tokens(f.after)} of ${tokens(f.window)} tokens · ${f.messages} messages ${f.mode === "summary" ? "summarised" : "dropped"}${f.cost ? ` · the summary cost ${tokens(f.cost)} tokens` : ""}`
       : "Context compacted";
     const body = h("div", { class: "compaction-body" }, h("p", { class: "compaction-text" }, entry.text));
     if (entry.summary) {

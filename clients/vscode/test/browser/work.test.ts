@@ -84,7 +84,7 @@ describe("chat page: work beyond one turn", () => {
     await send(messages);
     const divider = page.locator(".entry.compaction");
     await divider.waitFor({ timeout: 5000 });
-    expect(await divider.locator(".divider").innerText()).toMatch(/^Context compacted \(manual\) · [\d.]+k → [\d.]+k of [\d.]+k tokens · 2 messages summarised$/);
+    expect(await divider.locator(".divider").innerText()).toMatch(/^Context compacted \(manual\) · [\d.]+k → [\d.]+k of [\d.]+k tokens · 2 messages summarised · the summary cost \d+ tokens$/);
     expect(await divider.locator("details").getAttribute("open")).toBeNull();
     await divider.locator("summary").click();
     expect(await divider.locator(".md").innerText()).toBe("The user said hello three times; each was answered.");

@@ -171,6 +171,7 @@ describe("work beyond one turn, against the real daemon", () => {
     const divider = pageState(host.posted).entries.find((e): e is CompactionEntry => e.kind === "compaction")!;
     expect(divider.figures).toMatchObject({ trigger: "manual", mode: "summary", messages: 2 });
     expect(divider.figures!.after).toBeLessThan(divider.figures!.before);
+    expect(divider.figures!.cost).toBeGreaterThan(0); // what the summary cost, between turns
     expect(divider.summary).toBe("The user said hello three times; each was answered.");
     expect(host.status.text).toMatch(/ctx \d+%/);
     expect(host.status.text).not.toBe(before);

@@ -244,8 +244,10 @@ describe("notices, watches and compaction", () => {
 
   it("session/compacted: a divider with its figures, and the context fill follows", () => {
     const state = run([{ method: "session/compacted", params: { sessionId: S, turnId: null, trigger: "manual", mode: "summary", messages: 4, contextTokensBefore: 7400, contextTokensAfter: 1200, contextWindow: 8192, text: "Context compacted: 4 earlier messages were summarised.", summary: "The user asked for greetings." } }]);
-    expect(state.entries[0]).toEqual({ kind: "compaction", id: "compacted-1", text: "Context compacted: 4 earlier messages were summarised.", summary: "The user asked for greetings.", figures: { trigger: "manual", mode: "summary", messages: 4, before: 7400, after: 1200, window: 8192 } });
+    expect(state.entries[0]).toEqual({ kind: "compaction", id: "compacted-1", text: "Context compacted: 4 earlier messages were summarised.", summary: "The user asked for greetings.", figures: { trigger: "manual", mode: "summary", messages: 4, before: 7400, after: 1200, window: 8192, cost: null } });
     expect(state.context).toEqual({ tokens: 1200, window: 8192, estimated: true });
+    const paid = run([{ method: "session/compacted", params: { sessionId: S, turnId: null, trigger: "manual", mode: "summary", messages: 4, contextTokensBefore: 7400, contextTokensAfter: 1200, contextWindow: 8192, text: "", usage: { promptTokens: 900, completionTokens: 40, totalTokens: 940 } } }]);
+    expect(paid.entries[0]).toMatchObject({ kind: "compaction", figures: { cost: 940 } });
   });
 
   it("a resumed history shows the compacted notice as the same divider, without figures", () => {
