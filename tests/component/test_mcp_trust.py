@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import json
 import os
+import select
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -347,3 +348,25 @@ async def test_the_old_boolean_false_still_means_never(sink: RecordingSink,
     finally:
         await engine.shutdown()
         engine.terminate()
+
+
+async def test_a_server_stopped_right_before_shutdown_has_ended_when_shutdown_returns(
+        sink: RecordingSink, tmp_path: Path) -> None:
+    engine = await make_engine(sink)
+    project, markers = tmp_path / "repo", tmp_path / "markers"
+    try:
+        await trusted_and_connected(engine, sink, project, markers)
+        [pid] = starts(markers)
+        revoked = await engine.projects.set_trusted(project, False)
+        assert not revoked.trusted  # its server closes in the background...
+    finally:
+        await engine.shutdown()  # ...and shutdown waits for that close, not cancels it
+        engine.terminate()
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # ended and reaped
+    try:
+        assert select.select([fd], [], [], 0)[0] == [fd], f"MCP server {pid} still runs"
+    finally:
+        os.close(fd)

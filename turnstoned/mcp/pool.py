@@ -108,6 +108,9 @@ class ServerPool:
         self._on_catalog = on_catalog
         self._on_status = on_status
         self._background: set[asyncio.Task[Any]] = set()
+        # Connections of removed servers, closing: waited for at close(), never cancelled
+        # (a cancelled close could leave the server process running).
+        self._closing: set[asyncio.Task[Any]] = set()
         self._health: asyncio.Task[Any] | None = None
         self.started = False
         self.closed = False
@@ -144,7 +147,9 @@ class ServerPool:
             task.cancel()
         for conn in (srv.conn, srv.connecting):
             if conn is not None:
-                self._spawn(conn.close())
+                task = asyncio.get_running_loop().create_task(conn.close())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
         srv.conn = srv.connecting = None
         srv.catalog = ServerCatalog()
         srv.settled.set()
@@ -167,7 +172,8 @@ class ServerPool:
         conns = [
             c for srv in self.servers.values() for c in (srv.conn, srv.connecting) if c is not None
         ]
-        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in conns), *self._closing,
+                             return_exceptions=True)
         for srv in self.servers.values():
             srv.conn = srv.connecting = None
 
