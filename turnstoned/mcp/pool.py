@@ -108,8 +108,7 @@ class ServerPool:
         self._on_catalog = on_catalog
         self._on_status = on_status
         self._background: set[asyncio.Task[Any]] = set()
-        # Connections of removed servers, closing: waited for at close(), never cancelled
-        # (a cancelled close could leave the server process running).
+        # Connections closing in the background (see _close_later).
         self._closing: set[asyncio.Task[Any]] = set()
         self._health: asyncio.Task[Any] | None = None
         self.started = False
@@ -147,9 +146,7 @@ class ServerPool:
             task.cancel()
         for conn in (srv.conn, srv.connecting):
             if conn is not None:
-                task = asyncio.get_running_loop().create_task(conn.close())
-                self._closing.add(task)
-                task.add_done_callback(self._closing.discard)
+                self._close_later(conn)
         srv.conn = srv.connecting = None
         srv.catalog = ServerCatalog()
         srv.settled.set()
@@ -323,7 +320,7 @@ class ServerPool:
             return
         log.warning("MCP server %r: connection lost (%s); reconnecting", srv.spec.name, reason)
         srv.conn = None
-        self._spawn(conn.close())
+        self._close_later(conn)
         srv.catalog = ServerCatalog()
         srv.state, srv.error = "failed", f"connection lost: {reason}"
         self._on_catalog()
@@ -363,6 +360,13 @@ class ServerPool:
     def _set_state(self, srv: Server, state: ServerState, error: str | None) -> None:
         srv.state, srv.error = state, error
         self._on_status(srv)
+
+    def _close_later(self, conn: Connection) -> None:
+        """Close a connection in the background; close() waits for it and never cancels it,
+        since a cancelled close could leave the server process running."""
+        task = asyncio.get_running_loop().create_task(conn.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
