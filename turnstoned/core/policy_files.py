@@ -12,7 +12,6 @@ and asks at the next session. ``policy/trust`` decides on demand.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +21,6 @@ from turnstoned.config import ConfigError, PolicyFile, PolicyRule, decode
 from turnstoned.core.policies import Policy, ordered
 from turnstoned.questions import Answer, TrustQuestions
 from turnstoned.store.trust import TrustStore
-
-log = logging.getLogger(__name__)
 
 POLICY_FILE = Path(".turnstone") / "policies.toml"
 MAX_BYTES = 256 * 1024

@@ -17,7 +17,6 @@ reload a changed file); ``"never"`` ignores project configs.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +35,6 @@ from turnstoned.mcp.project import (
     read_project,
 )
 from turnstoned.questions import Answer, TrustQuestions
-
-log = logging.getLogger(__name__)
 
 Mode = Literal["ask", "never", "trust"]
 Decision = Literal["trusted", "denied"]
