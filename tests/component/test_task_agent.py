@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import RecordingSink, write_config
-from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
+from tests.fakes.model_server import ScriptedModel, hang, prompt_tokens, text, tool_calls
 from tests.turnkit import run, start, tool_messages
 from turnstoned import config, paths
 from turnstoned import protocol as p
@@ -58,6 +58,9 @@ async def test_an_agent_edits_through_its_own_approval_while_the_parent_waits(
                                                            "agentMessage"]
     nested_text = "".join(e["delta"] for e in _nested(sink, "item/agentMessage/delta", parent))
     assert nested_text == "Bumped VERSION to 2 in app.py."
+    # The agent's model calls are the turn's spend: every request counts in its usage.
+    assert len(model.requests) == 5
+    assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in model.requests)
     top = [e["item"] for e in sink.of("item/completed") if e.get("parentCallId") is None
            and e["item"]["type"] == "toolCall"]
     assert [(i["tool"], i["status"], i["output"]) for i in top] == [

@@ -206,6 +206,9 @@ class SubAgent:
         system = f"{self.session.system_prompt(model.name)}\n\n{IDENTITY}"
         messages = [{"role": "system", "content": system}, *m.to_openai(self.history)]
         reply = await self.items.reply(model, messages, schemas, m.new_id("msg"))
+        spend = self.session.spend()
+        if reply.usage and spend is not None:  # the agent's calls are the turn's spend
+            spend(reply.usage)
         if reply.content.strip():
             self.said = reply.content
         return reply.content, reply.tool_calls
