@@ -282,3 +282,61 @@ async def test_a_summary_reads_redacted_fenced_output_and_is_guarded_itself(
     assert "ghp_abcdef" not in lead and "[REDACTED" in lead
     assert "Output guard" in lead and "gives no instructions" in lead
     assert "ghp_abcdef" not in sink.of("session/compacted")[0]["summary"]
+
+
+async def test_a_task_agent_compacts_its_own_context_and_keeps_its_task(
+        make_engine: Callable[[str], Engine], sink: RecordingSink, model: ScriptedModel,
+        brain: Brain, tmp_path: Path) -> None:
+    engine = make_engine("[model]\ncontext_window = 8192\n")
+    model.max_prompt_tokens = 8192  # like llama-server: a longer prompt is refused
+    files(tmp_path, 8)
+    task = "Read f1.txt to f8.txt one at a time and report the first word of each."
+    brain.plan = [tool_calls([("t1", "task_agent", json.dumps({"prompt": task}))]),
+                  *(tool_calls([("call_0", "read_file", json.dumps({"path": f"f{n}.txt"}))])
+                    for n in range(1, 9)),
+                  text("word1 to word8."), text("The agent read all eight.")]
+    sid = start(engine, tmp_path)
+    done = await run(engine, sink, sid, "read the eight files with a task agent")
+    assert done["status"] == "completed", done
+    assert sink.text().endswith("The agent read all eight.")
+    reads = [e for e in sink.of("item/completed") if e.get("parentCallId")
+             and e["item"]["type"] == "toolCall"]
+    assert len(reads) == 8 and all(e["item"]["status"] == "completed" for e in reads)
+
+    # The agent's prompt neared its window: its older rounds became a summary, its task did not.
+    assert brain.summary_requests and model.rejected == []
+    agent_requests = [r for r in model.requests if r.get("tools")
+                      and "Task agent" in r["messages"][0]["content"]]
+    assert len(agent_requests) == 9
+    assert all(prompt_tokens(r) <= 8192 for r in model.requests)
+    last = agent_requests[-1]["messages"]
+    assert last[1]["role"] == "user" and last[1]["content"].startswith(task)
+    assert "Context summary, written by turnstoned" in last[1]["content"]
+    assert "recall" not in last[1]["content"]  # the agent's messages are not stored
+    assert "word1 begins here" not in json.dumps(last)  # the first read left the prompt
+    assert [x["role"] for x in last[2:]] == ["assistant", "tool"]  # the current round, whole
+    # Not the session's context: nothing announced, the session's history untouched.
+    assert sink.of("session/compacted") == []
+    assert not any(x.notice == "compacted" for x in engine.get(sid).history)
+    # The summary and the agent's calls are the turn's spend.
+    assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in model.requests)
+
+
+async def test_a_task_agent_whose_prompt_is_refused_as_too_long_compacts_and_goes_on(
+        make_engine: Callable[[str], Engine], sink: RecordingSink, model: ScriptedModel,
+        brain: Brain, tmp_path: Path) -> None:
+    engine = make_engine("")  # believes in 32,768 tokens
+    model.max_prompt_tokens, model.reveal_window = 7000, True
+    files(tmp_path, 10)
+    brain.plan = [tool_calls([("t1", "task_agent", json.dumps({"prompt": "Read all ten."}))]),
+                  *(tool_calls([("call_0", "read_file", json.dumps({"path": f"f{n}.txt"}))])
+                    for n in range(1, 11)),
+                  text("All ten read."), text("Done.")]
+    sid = start(engine, tmp_path)
+    done = await run(engine, sink, sid, "read the ten files with a task agent")
+    assert done["status"] == "completed", done
+    assert model.refused_for_size == 1  # once; then the session knows the window
+    assert engine.get(sid).window_limit == 7000
+    reads = [e for e in sink.of("item/completed") if e.get("parentCallId")
+             and e["item"]["type"] == "toolCall"]
+    assert len(reads) == 10 and sink.text().endswith("Done.")

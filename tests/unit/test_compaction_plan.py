@@ -133,3 +133,13 @@ def test_a_refusal_for_size_names_the_window_when_the_server_does() -> None:
     mid_stream = _stream_error({"message": "request (5000 tokens) exceeds the available context "
                                            "size (4096 tokens), try increasing it"})
     assert mid_stream.kind == "contextWindowExceeded" and mid_stream.context_limit == 4096
+
+
+def test_a_user_message_right_before_a_summary_goes_out_with_it() -> None:
+    task = m.Message(role="user", content="the task", id="t")
+    summary = summary_message("S", 3, None, searchable=False)
+    sent = m.to_openai([task, summary, *turn(2, answer=False)[1:]])
+    assert [x["role"] for x in sent] == ["user", "assistant", "tool"]
+    assert sent[0]["content"].startswith("the task\n\nContext summary, written by turnstoned")
+    assert "recall" not in sent[0]["content"]
+    assert "recall" in summary_message("S", 3, None).text()

@@ -16,23 +16,25 @@ session asks here too.
 Depth is one (a task agent cannot start another), at most ``[tools]
 max_parallel_agents`` run at once in the daemon, and each has ``[tools]
 agent_max_turns`` model calls; at the cap it is asked once, without tools, for
-its final answer. Its background shells end with it, and what it read counts
-as read for the session afterwards. When the turn is interrupted, the call's
+its final answer. Near its context window its older rounds are compacted into
+a summary (its task and current round kept; see ``Compactor.compact_task``).
+Its background shells end with it, and what it read counts as read for the
+session afterwards. When the turn is interrupted, the call's
 receipt is the agent's ``Ledger``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from turnstoned import protocol as p
 from turnstoned.config import ModelSettings, resolve_model
+from turnstoned.core import compaction, toolset
 from turnstoned.core import messages as m
-from turnstoned.core import toolset
+from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import EventSink
 from turnstoned.core.ledger import Ledger
 from turnstoned.core.pipeline import Batch, BatchSetup, call_item
@@ -154,8 +156,9 @@ class SubAgent:
         if isinstance(model, str):
             return ToolOutput(f"Task error: {model}", is_error=True, effect_status="none")
         stopped = False
+        compactor = compaction.compactor(self.session, self.engine.config, model, self.engine.sink)
         try:
-            answer = await self._loop(model)
+            answer = await self._loop(model, compactor)
         except asyncio.CancelledError:
             stopped = True
             self._settle_interrupted()
@@ -175,9 +178,9 @@ class SubAgent:
         return ToolOutput(answer.strip() or "(no output)",
                           summary=f"{calls} tool call{'s' if calls != 1 else ''}")
 
-    async def _loop(self, model: ModelSettings) -> str:
+    async def _loop(self, model: ModelSettings, compactor: Compactor) -> str:
         for _ in range(self.engine.config.tools.agent_max_turns):
-            reply_text, raws = await self._ask(model, self.schemas)
+            reply_text, raws = await self._ask(model, self.schemas, compactor)
             batch = self.batch = Batch.prepare(self.setup, self.handles, raws)
             self.history.append(m.Message(role="assistant", content=reply_text,
                                           id=m.new_id("msg"), tool_calls=batch.records()))
@@ -186,7 +189,7 @@ class SubAgent:
             self.ledger.issue(batch.calls)
             for c in batch.calls:
                 self.items.started(call_item(c, "pending"))
-            folded = await batch.run(self._budget())
+            folded = await batch.run(self._budget(model, compactor))
             batch.folded = True
             self.history.extend(folded.messages)
             extra = [a.text() for a in folded.advisories] + folded.feedback
@@ -198,14 +201,37 @@ class SubAgent:
                 self.items.completed(item)
         self.history.append(m.Message(role="user", content=LIMIT_NOTE, id=m.new_id("user"),
                                       notice="turnLimit"))
-        reply_text, _ = await self._ask(model, [])
+        reply_text, _ = await self._ask(model, [], compactor)
         return reply_text
 
-    async def _ask(self, model: ModelSettings, schemas: list[dict[str, Any]]
-                   ) -> tuple[str, list[RawToolCall]]:
+    def _messages(self, model: ModelSettings) -> list[dict[str, Any]]:
         system = f"{self.session.system_prompt(model.name)}\n\n{IDENTITY}"
-        messages = [{"role": "system", "content": system}, *m.to_openai(self.history)]
-        reply = await self.items.reply(model, messages, schemas, m.new_id("msg"))
+        return [{"role": "system", "content": system}, *m.to_openai(self.history)]
+
+    async def _compact(self, compactor: Compactor) -> bool:
+        compacted = await compactor.compact_task(self.history)
+        if compacted is None:
+            return False
+        self.history = compacted
+        return True
+
+    async def _ask(self, model: ModelSettings, schemas: list[dict[str, Any]],
+                   compactor: Compactor) -> tuple[str, list[RawToolCall]]:
+        """One model call, after compacting the agent's context when it nears the window;
+        a refusal of the prompt as too long compacts it and tries once more."""
+        messages = self._messages(model)
+        tokens = compactor.tokens(compaction.prompt_chars(messages, schemas))
+        if compactor.over(tokens) and await self._compact(compactor):
+            messages = self._messages(model)
+        try:
+            reply = await self.items.reply(model, messages, schemas, m.new_id("msg"))
+        except ModelError as exc:
+            if exc.kind != "contextWindowExceeded" or not compactor.enabled:
+                raise
+            compactor.learn(exc, tokens)
+            if not await self._compact(compactor):
+                raise
+            reply = await self.items.reply(model, self._messages(model), schemas, m.new_id("msg"))
         spend = self.session.spend()
         if reply.usage and spend is not None:  # the agent's calls are the turn's spend
             spend(reply.usage)
@@ -213,11 +239,13 @@ class SubAgent:
             self.said = reply.content
         return reply.content, reply.tool_calls
 
-    def _budget(self) -> Budget:
-        window = self.env.settings.context_window * 4
-        used = sum(len(x.text()) + sum(len(c.arguments) for c in x.tool_calls)
-                   for x in self.history) + len(json.dumps(self.schemas))
-        return Budget(remaining=window - used, cap=min(RESULT_CAP, self.env.output_cap()))
+    def _budget(self, model: ModelSettings, compactor: Compactor) -> Budget:
+        """The room for a batch's results, as for a turn: the task and the system message
+        always go out, older rounds give way when compaction is on."""
+        fixed = (compaction.prompt_chars(self._messages(model)[:1], self.schemas)
+                 + compaction.message_chars(self.history[0]))
+        return compaction.result_budget(self.history[1:], compactor.limits(), fixed,
+                                        min(RESULT_CAP, self.env.output_cap()), compactor.enabled)
 
     def _settle_interrupted(self) -> None:
         """The stop came mid-batch: its receipts go to the ledger and close its items."""

@@ -162,7 +162,7 @@ class Compactor:
 
     def due(self, tokens: int) -> bool:
         """Whether a prompt of ``tokens`` is to be compacted first (or it was asked for)."""
-        return self.session.compact_requested or (self.enabled and tokens >= self.limits().trigger)
+        return self.session.compact_requested or self.over(tokens)
 
     def learn(self, refusal: ModelError, sent: int) -> None:
         """The server refused a prompt of ``sent`` tokens as too long: its window is what it
@@ -210,11 +210,35 @@ class Compactor:
                                         context_window=lim.window, estimated=True))
         return event
 
+    def over(self, tokens: int) -> bool:
+        """Whether a prompt of ``tokens`` reaches the automatic threshold."""
+        return self.enabled and tokens >= self.limits().trigger
+
+    async def compact_task(self, history: list[m.Message]) -> list[m.Message] | None:
+        """A task agent's conversation with its older part summarised (None when nothing is
+        old enough). Its first message, the task, stays word for word; the current round
+        stays. Nothing is stored or announced: the agent's conversation lives only as long
+        as its call, and the summary's tokens count in the running turn."""
+        task, rest = history[:1], history[1:]
+        lim = self.limits()
+        cut = choose_cut(rest, lim)
+        if not cut:
+            return None
+        older = rest[:cut]
+        previous = older[0] if older[0].notice == m.SUMMARY_NOTICE else None
+        count = len(older) - (previous is not None)
+        _, message, _ = await self._replacement(older, count, lim, previous, p.Usage(),
+                                                searchable=False)
+        log.info("session %s: a task agent's context was compacted (%d messages)",
+                 self.session.id, count)
+        return [*task, message, *rest[cut:]]
+
     async def _replacement(self, older: list[m.Message], count: int, lim: Limits,
-                           previous: m.Message | None, spent: p.Usage,
+                           previous: m.Message | None, spent: p.Usage, searchable: bool = True,
                            ) -> tuple[str, m.Message, str]:
         """``(summary, the message standing for older, why there is no summary)``; the
-        summary's tokens go to ``spent`` and to the running turn's tally, if any."""
+        summary's tokens go to ``spent`` and to the running turn's tally, if any
+        (``searchable``: the older messages stay where recall finds them)."""
         from turnstoned.llm.openai_chat import complete  # imports openai: not on startup
 
         model = replace(self.model, context_window=lim.window, max_tokens=lim.summary_tokens)
@@ -237,10 +261,11 @@ class Compactor:
             reason = exc.message if isinstance(exc, ModelError) else str(exc)
             log.warning("session %s: summarising for compaction failed: %s", self.session.id, reason)
             reason = reason if len(reason) <= 200 else reason[:199] + "…"
-            return "", dropped_message(count, reason, previous), reason
+            return "", dropped_message(count, reason, previous, searchable), reason
         out, advisory = guard_output("the compaction summary", ToolOutput(text), self.guard)
         text = out.text()
-        return text, summary_message(text, count, advisory.text if advisory else None), ""
+        return text, summary_message(text, count, advisory.text if advisory else None,
+                                     searchable), ""
 
 
 def _notice_text(event: p.SessionCompacted, reason: str) -> str:

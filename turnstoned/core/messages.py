@@ -76,8 +76,8 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
     Calls carry the ids the model gave them (the daemon's own ids never reach it).
     Image parts of a tool result travel in a user message right after the tool
     message, because most OpenAI-compatible servers accept only text in tool
-    messages. A compaction summary and a user message right after it become one
-    user message (strict chat templates refuse two in a row).
+    messages. A compaction summary and a user message right before or after it
+    become one user message (strict chat templates refuse two in a row).
     """
     out: list[dict[str, Any]] = []
     model_ids: dict[str, str] = {}
@@ -103,11 +103,13 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": [label, *images]})
         else:
             content = m.content if m.content is not None else ""
-            if (summary is not None and out[-1] is summary and isinstance(content, str)
-                    and isinstance(summary["content"], str)):
-                summary["content"] += "\n\n" + content
-                continue
-            out.append({"role": m.role, "content": content})
+            before = out[-1] if out else None
+            if (before is not None and (before is summary or m.notice == SUMMARY_NOTICE)
+                    and before["role"] == "user" and isinstance(before["content"], str)
+                    and isinstance(content, str)):
+                before["content"] += "\n\n" + content
+            else:
+                out.append({"role": m.role, "content": content})
             if m.notice == SUMMARY_NOTICE:
                 summary = out[-1]
     return out
