@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -248,6 +249,33 @@ async def test_task_cancel_stops_the_group_and_propagates(tmp_path: Path) -> Non
         await asyncio.wait_for(task, WAIT)
     assert await wait_dead(read_pid(tmp_path / "leader.pid"))
     assert await wait_dead(read_pid(tmp_path / "child.pid"))
+
+
+async def test_a_cancel_while_the_process_is_being_spawned_ends_its_group_at_once(
+        tmp_path: Path) -> None:
+    ctx, _ = make_ctx(tmp_path)
+    call = bash.prepare(bash.Args(command="echo $$ > leader.pid; sleep 30"), ctx)
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    before = set(children.read_text().split())
+    task = asyncio.ensure_future(bash.execute(call, ctx))
+    for _ in range(100):  # one loop step at a time, up to the spawn: bash is our child...
+        await asyncio.sleep(0)
+        if set(children.read_text().split()) - before:
+            break
+    pidfile = tmp_path / "leader.pid"
+    deadline = time.monotonic() + WAIT
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # noqa: ASYNC251 (on purpose: the loop is held, so bash runs before its pipes connect)
+    leader = read_pid(pidfile)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=WAIT)
+    assert task in done, "the cancelled call waits for the command's sleep (30 s)"
+    assert task.cancelled()
+    assert await wait_dead(leader)
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):  # the whole group, the sleep included
+            os.killpg(leader, 0)
+            await asyncio.sleep(0.02)
 
 
 async def test_background_leftover_does_not_hang_the_call(tmp_path: Path) -> None:

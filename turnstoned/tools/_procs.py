@@ -210,26 +210,49 @@ async def start_script(
     on_stdout: TextSink,
     on_stderr: TextSink,
 ) -> ScriptProcess:
-    """Start ``command`` as a bash script in a new session; raises OSError on spawn failure."""
+    """Start ``command`` as a bash script in a new session; raises OSError on spawn failure.
+
+    A cancellation while the spawn is under way waits for it to finish, then ends the whole
+    group and propagates. (Left to asyncio, the cancelled spawn kills only the leader and then
+    waits for its pipes, which a grandchild such as ``sleep`` holds open until it ends.)
+    """
     script = script_file(command, stop_on_error=stop_on_error)
     loop = asyncio.get_running_loop()
+    spawn = asyncio.ensure_future(loop.subprocess_exec(
+        lambda: _Protocol(on_stdout, on_stderr),
+        "bash",
+        f"/dev/fd/{script}",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(cwd),
+        env=dict(env),
+        start_new_session=True,
+        pass_fds=(script,),
+    ))
+    cancelled = False
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(on_stdout, on_stderr),
-            "bash",
-            f"/dev/fd/{script}",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=str(cwd),
-            env=dict(env),
-            start_new_session=True,
-            pass_fds=(script,),
-        )
+        while True:
+            try:
+                transport, protocol = await asyncio.shield(spawn)
+                break
+            except asyncio.CancelledError:
+                if spawn.cancelled():
+                    raise
+                cancelled = True
+            except Exception:
+                if cancelled:  # the spawn failed after all: the cancellation still stands
+                    raise asyncio.CancelledError from None
+                raise
     finally:  # the child has its own copy (or none, when the spawn failed)
         os.close(script)
+    proc = ScriptProcess(transport, protocol)
+    if cancelled:
+        proc.kill()
+        proc.close()
+        raise asyncio.CancelledError
     _enlarge_pipe(transport)
-    return ScriptProcess(transport, protocol)
+    return proc
 
 
 def _enlarge_pipe(transport: asyncio.SubprocessTransport) -> None:
