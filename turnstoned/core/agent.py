@@ -204,9 +204,12 @@ class SubAgent:
         reply_text, _ = await self._ask(model, [], compactor)
         return reply_text
 
+    def _system(self, model: ModelSettings) -> dict[str, Any]:
+        return {"role": "system",
+                "content": f"{self.session.system_prompt(model.name)}\n\n{IDENTITY}"}
+
     def _messages(self, model: ModelSettings) -> list[dict[str, Any]]:
-        system = f"{self.session.system_prompt(model.name)}\n\n{IDENTITY}"
-        return [{"role": "system", "content": system}, *m.to_openai(self.history)]
+        return [self._system(model), *m.to_openai(self.history)]
 
     async def _compact(self, compactor: Compactor) -> bool:
         compacted = await compactor.compact_task(self.history)
@@ -242,7 +245,7 @@ class SubAgent:
     def _budget(self, model: ModelSettings, compactor: Compactor) -> Budget:
         """The room for a batch's results, as for a turn: the task and the system message
         always go out, older rounds give way when compaction is on."""
-        fixed = (compaction.prompt_chars(self._messages(model)[:1], self.schemas)
+        fixed = (compaction.prompt_chars([self._system(model)], self.schemas)
                  + compaction.message_chars(self.history[0]))
         return compaction.result_budget(self.history[1:], compactor.limits(), fixed,
                                         min(RESULT_CAP, self.env.output_cap()), compactor.enabled)
