@@ -67,13 +67,22 @@ cat > "$work/mcp.json" <<JSON
 {"mcpServers": {"everything": {"command": "$python", "args": ["-I", "$repo/tests/mcp_servers/everything.py"]}}}
 JSON
 
-cat > "$work/user/User/settings.json" <<JSON
+# The extension's settings go where a code-server deployment keeps what belongs to its machine
+# (the daemon's path above all): the server-side Machine settings, which every window and every
+# reload reads from the server. (Read from the User settings, a window reload in code-server now
+# and then came up with the defaults: "the daemon `turnstoned` was not found".)
+mkdir -p "$work/user/Machine"
+cat > "$work/user/Machine/settings.json" <<JSON
 {
   "turnstoned.command": "$daemon",
   "turnstoned.args": ["--mcp-config", "$work/mcp.json"],
   "turnstoned.baseUrl": "$base_url",
   "turnstoned.model": "scripted",
-  "turnstoned.trace.server": "messages",
+  "turnstoned.trace.server": "messages"
+}
+JSON
+cat > "$work/user/User/settings.json" <<JSON
+{
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "security.workspace.trust.enabled": false,
@@ -100,6 +109,9 @@ if ! node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "
     # The extension's output channels (the daemon's log and the protocol trace) and the server's.
     find "$work/user" -name '*turnstoned*.log' -print0 | while IFS= read -r -d '' log; do
         echo "== $log" >&2; tail -n 120 "$log" >&2
+    done
+    for settings in "$work/user/Machine/settings.json" "$work/user/User/settings.json"; do
+        echo "== $settings" >&2; cat "$settings" >&2
     done
     echo "== code-server.log" >&2; tail -n 40 "$work/code-server.log" >&2
     exit 1
