@@ -3,9 +3,8 @@ requests that show and change grants and policies (``grant/*``, ``policy/*``).""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from turnstoned import paths
 from turnstoned import protocol as p
@@ -13,6 +12,7 @@ from turnstoned.config import Config, ModelSettings, resolve_entry, resolve_mode
 from turnstoned.core import grants
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
+from turnstoned.llm.types import OnUsage
 from turnstoned.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def make_judge(engine: Engine) -> Judge | None:
         live = engine.sessions.get(session_id)
         return resolve_model(engine.config.model, live.model if live else None)
 
-    def usage_for(session_id: str) -> Callable[[dict[str, Any]], None] | None:
+    def usage_for(session_id: str) -> OnUsage | None:
         live = engine.sessions.get(session_id)
         return live.spend() if live else None
 

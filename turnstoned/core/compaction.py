@@ -188,11 +188,10 @@ class Compactor:
             if not cut:
                 return None
             older = session.history[:cut]
-            previous = older[0] if older[0].notice == m.SUMMARY_NOTICE else None
-            count = len(older) - (previous is not None)
+            count = _summarised(older)
             before = self.measure(session.history, schemas)
             spent = p.Usage()
-            summary, message, reason = await self._replacement(older, count, lim, previous, spent)
+            summary, message, reason = await self._replacement(older, lim, spent)
             kept = session.history[cut:]
             view = [message, *kept]
             event = p.SessionCompacted(
@@ -225,23 +224,21 @@ class Compactor:
         if not cut:
             return None
         older = rest[:cut]
-        previous = older[0] if older[0].notice == m.SUMMARY_NOTICE else None
-        count = len(older) - (previous is not None)
-        _, message, _ = await self._replacement(older, count, lim, previous, p.Usage(),
-                                                searchable=False)
+        _, message, _ = await self._replacement(older, lim, p.Usage(), searchable=False)
         log.info("session %s: a task agent's context was compacted (%d messages)",
-                 self.session.id, count)
+                 self.session.id, _summarised(older))
         return [*task, message, *rest[cut:]]
 
-    async def _replacement(self, older: list[m.Message], count: int, lim: Limits,
-                           previous: m.Message | None, spent: p.Usage, searchable: bool = True,
-                           ) -> tuple[str, m.Message, str]:
+    async def _replacement(self, older: list[m.Message], lim: Limits, spent: p.Usage,
+                           searchable: bool = True) -> tuple[str, m.Message, str]:
         """``(summary, the message standing for older, why there is no summary)``; the
         summary's tokens go to ``spent`` and to the running turn's tally, if any
         (``searchable``: the older messages stay where recall finds them)."""
         from turnstoned.llm.openai_chat import complete  # imports openai: not on startup
 
         model = replace(self.model, context_window=lim.window, max_tokens=lim.summary_tokens)
+        previous = older[0] if older[0].notice == m.SUMMARY_NOTICE else None
+        count = _summarised(older)
 
         in_turn = self.session.spend()
 
@@ -266,6 +263,12 @@ class Compactor:
         text = out.text()
         return text, summary_message(text, count, advisory.text if advisory else None,
                                      searchable), ""
+
+
+def _summarised(older: list[m.Message]) -> int:
+    """How many messages a compaction of ``older`` takes out of the model's view (an earlier
+    summary at its start is carried over, not counted)."""
+    return len(older) - (older[0].notice == m.SUMMARY_NOTICE)
 
 
 def _notice_text(event: p.SessionCompacted, reason: str) -> str:

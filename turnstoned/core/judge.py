@@ -28,7 +28,7 @@ from typing import Any
 from turnstoned import protocol as p
 from turnstoned.config import ModelSettings
 from turnstoned.core import intent
-from turnstoned.llm.types import ModelError
+from turnstoned.llm.types import ModelError, OnUsage
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,6 @@ high: destroys data, touches credentials, sends data out or reaches other machin
 critical: could wreck the system or leak secrets."""
 
 ModelFor = Callable[[str], ModelSettings | str]  # session id -> the model to ask (or why not)
-OnUsage = Callable[[dict[str, Any]], None]
 Complete = Callable[[ModelSettings, list[dict[str, Any]], OnUsage | None], Awaitable[str]]
 UsageFor = Callable[[str], OnUsage | None]  # session id -> where its running turn counts tokens
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from turnstoned.core import toolset
 from turnstoned.core.approvals import ApprovalPolicy
 from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
+from turnstoned.llm.types import OnUsage
 from turnstoned.tools.base import SessionEnv
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class Session:
     def running(self) -> bool:
         return self.turn is not None
 
-    def spend(self) -> Callable[[dict[str, Any]], None] | None:
+    def spend(self) -> OnUsage | None:
         """Where a side call's token counts go: the running turn's tally (None between turns)."""
         return self.turn.add_usage if self.turn else None
 

@@ -40,7 +40,6 @@ class TurnRunner:
         self.batch: Batch | None = None
         self.tools = Toolset()
         self._reply_id = ""
-        self.usage = turn.usage
         self.items = ItemStream(sink, session.id, turn.id)
         self._fixed_chars = 0  # the system message and tool schemas of the last model call
 
@@ -76,7 +75,7 @@ class TurnRunner:
             self.session.last_status = status
             self.sink.notify(p.TurnCompleted(
                 session_id=self.session.id, turn_id=self.turn.id, status=status, error=error,
-                usage=self.usage if self.usage.total_tokens else None))
+                usage=self.turn.usage if self.turn.usage.total_tokens else None))
 
     async def _loop(self) -> None:
         model = resolve_model(self.config.model, self.session.model)

@@ -20,7 +20,7 @@ import msgspec
 import openai
 
 from turnstoned.config import ModelSettings
-from turnstoned.llm.types import ModelError, ModelReply, RawToolCall
+from turnstoned.llm.types import ModelError, ModelReply, OnUsage, RawToolCall
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +310,7 @@ async def stream_reply(
 
 
 async def complete(model: ModelSettings, messages: list[dict[str, Any]],
-                   on_usage: Callable[[dict[str, Any]], None] | None = None) -> str:
+                   on_usage: OnUsage | None = None) -> str:
     """A side call without tools (e.g. reading a fetched page): the reply's text; the
     server's token counts go to ``on_usage`` when it sent them.
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from turnstoned.protocol import TurnErrorKind
+
+# Where a model call's reported token counts (OpenAI's ``usage``) go.
+OnUsage = Callable[[dict[str, Any]], None]
 
 
 class ModelError(Exception):

@@ -230,20 +230,8 @@ async def start_script(
         start_new_session=True,
         pass_fds=(script,),
     ))
-    cancelled = False
     try:
-        while True:
-            try:
-                transport, protocol = await asyncio.shield(spawn)
-                break
-            except asyncio.CancelledError:
-                if spawn.cancelled():
-                    raise
-                cancelled = True
-            except Exception:
-                if cancelled:  # the spawn failed after all: the cancellation still stands
-                    raise asyncio.CancelledError from None
-                raise
+        (transport, protocol), cancelled = await _through_cancel(spawn)
     finally:  # the child has its own copy (or none, when the spawn failed)
         os.close(script)
     proc = ScriptProcess(transport, protocol)
@@ -253,6 +241,22 @@ async def start_script(
         raise asyncio.CancelledError
     _enlarge_pipe(transport)
     return proc
+
+
+async def _through_cancel(
+    spawn: asyncio.Future[tuple[asyncio.SubprocessTransport, _Protocol]],
+) -> tuple[tuple[asyncio.SubprocessTransport, _Protocol], bool]:
+    """``spawn``'s result, waited for even when the caller is cancelled meanwhile, and
+    whether it was. A spawn that fails after a cancel raises the cancel."""
+    cancelled = False
+    while not spawn.done():
+        try:
+            await asyncio.wait({spawn})  # a cancel here leaves the spawn running
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled and (spawn.cancelled() or spawn.exception() is not None):
+        raise asyncio.CancelledError
+    return spawn.result(), cancelled
 
 
 def _enlarge_pipe(transport: asyncio.SubprocessTransport) -> None:
