@@ -40,7 +40,7 @@ from turnstoned.core.ledger import Ledger
 from turnstoned.core.pipeline import Batch, BatchSetup, call_item
 from turnstoned.core.replies import ItemStream
 from turnstoned.core.results import Budget, GuardSettings, RepeatDetector
-from turnstoned.llm.types import ModelError, RawToolCall
+from turnstoned.llm.types import ModelError, ModelReply, RawToolCall
 from turnstoned.tools.base import (
     PreparedCall,
     SessionEnv,
@@ -222,19 +222,17 @@ class SubAgent:
                    compactor: Compactor) -> tuple[str, list[RawToolCall]]:
         """One model call, after compacting the agent's context when it nears the window;
         a refusal of the prompt as too long compacts it and tries once more."""
-        messages = self._messages(model)
-        tokens = compactor.tokens(compaction.prompt_chars(messages, schemas))
-        if compactor.over(tokens) and await self._compact(compactor):
+        def prompt() -> tuple[list[dict[str, Any]], int]:
             messages = self._messages(model)
-        try:
-            reply = await self.items.reply(model, messages, schemas, m.new_id("msg"))
-        except ModelError as exc:
-            if exc.kind != "contextWindowExceeded" or not compactor.enabled:
-                raise
-            compactor.learn(exc, tokens)
-            if not await self._compact(compactor):
-                raise
-            reply = await self.items.reply(model, self._messages(model), schemas, m.new_id("msg"))
+            return messages, compaction.prompt_chars(messages, schemas)
+
+        async def call(messages: list[dict[str, Any]], chars: int) -> ModelReply:
+            return await self.items.reply(model, messages, schemas, m.new_id("msg"))
+
+        async def compact(trigger: compaction.CallTrigger, tokens: int) -> bool:
+            return (trigger == "overflow" or compactor.over(tokens)) and await self._compact(compactor)
+
+        reply = await compactor.call(prompt, call, compact)
         spend = self.session.spend()
         if reply.usage and spend is not None:  # the agent's calls are the turn's spend
             spend(reply.usage)

@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -42,6 +43,8 @@ from turnstoned.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+CallTrigger = Literal["auto", "overflow"]  # why a model call's prompt is compacted
 _FRAMING_TOKENS = 200  # the words around a summary in the message that carries it
 
 
@@ -208,6 +211,27 @@ class Compactor:
         self.sink.notify(p.SessionUsage(session_id=session.id, context_tokens=event.context_tokens_after,
                                         context_window=lim.window, estimated=True))
         return event
+
+    async def call(self, prompt: Callable[[], tuple[list[dict[str, Any]], int]],
+                   call: Callable[[list[dict[str, Any]], int], Awaitable[T]],
+                   compact: Callable[[CallTrigger, int], Awaitable[bool]]) -> T:
+        """A model call of ``prompt()`` (its messages and their size in chars), compacted first
+        when ``compact("auto", tokens)`` does so; a refusal of the prompt as too long teaches
+        the window, compacts it (``compact("overflow", tokens)``) and tries once more.
+        ``compact`` returns whether the context changed."""
+        messages, chars = prompt()
+        tokens = self.tokens(chars)
+        if await compact("auto", tokens):
+            messages, chars = prompt()
+        try:
+            return await call(messages, chars)
+        except ModelError as exc:
+            if exc.kind != "contextWindowExceeded" or not self.enabled:
+                raise
+            self.learn(exc, tokens)
+            if not await compact("overflow", tokens):
+                raise
+        return await call(*prompt())
 
     def over(self, tokens: int) -> bool:
         """Whether a prompt of ``tokens`` reaches the automatic threshold."""

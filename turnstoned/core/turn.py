@@ -109,21 +109,19 @@ class TurnRunner:
         once more."""
         self.tools = self.session.toolset()
         schemas = self.tools.schemas
-        prompt = self._prompt(model)
-        if compactor.due(compactor.tokens(prompt[1])) or self.session.compact_lock.locked():
+
+        async def compact(trigger: compaction.CallTrigger, tokens: int) -> bool:
+            if trigger == "auto" and not (compactor.due(tokens)
+                                          or self.session.compact_lock.locked()):
+                return False
             view = self.session.history
-            await compactor.run("auto", self.turn.id, schemas)
-            if self.session.history is not view:
-                prompt = self._prompt(model)
-        try:
-            return await self._model_call(model, compactor.limits().window, *prompt)
-        except ModelError as exc:
-            if exc.kind != "contextWindowExceeded" or not compactor.enabled:
-                raise
-            compactor.learn(exc, compactor.tokens(prompt[1]))
-            if await compactor.run("overflow", self.turn.id, schemas) is None:
-                raise
-        return await self._model_call(model, compactor.limits().window, *self._prompt(model))
+            await compactor.run(trigger, self.turn.id, schemas)
+            return self.session.history is not view
+
+        async def call(messages: list[dict[str, Any]], chars: int) -> ModelReply:
+            return await self._model_call(model, compactor.limits().window, messages, chars)
+
+        return await compactor.call(lambda: self._prompt(model), call, compact)
 
     async def _model_call(self, model: ModelSettings, window: int,
                           messages: list[dict[str, Any]], chars: int) -> ModelReply:
