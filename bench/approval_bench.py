@@ -25,8 +25,8 @@ from turnstoned.config import PolicyRule
 from turnstoned.core import grants, intent, policies
 from turnstoned.core.approvals import ApprovalPolicy, Gate, Verdict, screen
 from turnstoned.core.pipeline import prepare_one
-from turnstoned.core.shell import read_script
 from turnstoned.llm.types import RawToolCall
+from turnstoned.shell.read import read_script
 from turnstoned.tools import registry
 from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext
 

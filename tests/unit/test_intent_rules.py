@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from turnstoned.core import intent, intent_bash
-from turnstoned.core.intent_paths import Where
 from turnstoned.core.pipeline import prepare_one
 from turnstoned.llm.types import RawToolCall
+from turnstoned.shell.where import Where
 from turnstoned.tools import registry
 from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext
 

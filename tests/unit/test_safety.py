@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnstoned.tools._safety import blocked_message, blocked_pattern, normalize_command
+from turnstoned.shell.blocklist import blocked_message, blocked_pattern, normalize_command
 
 
 @pytest.mark.parametrize(
@@ -53,6 +53,12 @@ from turnstoned.tools._safety import blocked_message, blocked_pattern, normalize
         ("cat /proc/1/environ", "/proc/1/environ"),
         ("cat /proc/self/environ", "/proc/self/environ"),
         ("tr '\\0' '\\n' < /proc/$PPID/environ", "/proc/$PPID/environ"),
+        # The blocklist reads commands as the intent rules do (one reader, one wrapper table).
+        ("pkexec reboot", "reboot"),
+        ("nohup setsid timeout 5 reboot", "reboot"),
+        ("bash <<EOF\nrm -rf /\nEOF", "rm -rf /"),
+        ("x=/; rm -rf $x", "rm -rf /"),
+        ("python3 -c \"import os; os.system('rm -rf /')\"", "rm -rf /"),
     ],
 )
 def test_dangerous_commands_are_blocked(command: str, pattern: str) -> None:

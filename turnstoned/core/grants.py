@@ -25,8 +25,8 @@ import shlex
 from collections.abc import Iterable
 
 from turnstoned.core import intent
-from turnstoned.core.intent_bash import command_read_only
-from turnstoned.core.shell import Command, read_script
+from turnstoned.shell.read import Command, read_script
+from turnstoned.shell.read_only import command_read_only
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 READ_ONLY = "bash:@read-only"

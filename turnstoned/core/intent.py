@@ -18,10 +18,11 @@ from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.core import intent_bash
-from turnstoned.core import intent_paths as ip
-from turnstoned.core.intent_paths import Where
-from turnstoned.core.shell import Word
-from turnstoned.tools._paths import credential_roots, workspace_root
+from turnstoned.places import credential_roots
+from turnstoned.shell import where as ip
+from turnstoned.shell.read import Word
+from turnstoned.shell.where import Where
+from turnstoned.tools._paths import workspace_root
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 

@@ -13,19 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from turnstoned.core import intent_paths as ip
-from turnstoned.core.intent_paths import Where
-from turnstoned.core.shell import SHELLS, Command, Script, Word, read_script
-from turnstoned.core.shell_io import (
+from turnstoned.shell import where as ip
+from turnstoned.shell.access import (
     WRITES,
     absolutes,
     operands,
     options,
-    plain_word,
     read_words,
     write_targets,
 )
-from turnstoned.core.shell_read_only import is_read_only, non_path_program
+from turnstoned.shell.read import SHELLS, Command, Script, Word, read_script
+from turnstoned.shell.read_only import command_read_only
+from turnstoned.shell.where import Where
 
 Hit = Callable[[str, str], None]
 
@@ -36,7 +35,6 @@ DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh
                          "lwp-request", "GET"})
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "gzip", "gunzip", "zcat", "bzip2",
                       "xz", "rev", "tr", "uudecode", "basenc", "printf", "echo"})
-_UNKNOWN = "a path only known when it runs"
 _DISK = re.compile(r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|loop|mapper/)")
 _FORK_BOMB = re.compile(r"(\w+|:)\(\)\{\1\|\1&\};\1")
 _SQL = re.compile(r"\b(?:drop\s+(?:table|database|schema|view|index|user)|truncate\s+(?:table\s+)?"
@@ -85,14 +83,8 @@ def _check(command: Command, where: Where, hit: Hit) -> None:
         check(command, where, hit)
 
 
-def _show(word: Word) -> str:
-    if ip.unknown(word):
-        return _UNKNOWN
-    return word.text if ip.exact(word) else word.pattern
-
-
 def _line(command: Command) -> str:
-    return " ".join(_show(w) for w in command.words)[:100]
+    return " ".join(ip.shown(w) for w in command.words)[:100]
 
 
 # -- critical ----------------------------------------------------------------------
@@ -107,7 +99,7 @@ def _delete(command: Command, where: Where, hit: Hit) -> None:
         targets = absolutes(operands(command), where)
         roots = [t for t in targets if ip.is_rootish(t, where.home)]
         if recursive and roots:
-            hit("rm-root", f"deletes {_show(roots[0])} recursively")
+            hit("rm-root", f"deletes {ip.shown(roots[0])} recursively")
         elif recursive or forced:
             hit("recursive-delete", f"deletes files recursively or without asking "
                                     f"({_line(command)})")
@@ -118,7 +110,7 @@ def _delete(command: Command, where: Where, hit: Hit) -> None:
         deletes = any(w.text == "-delete" for w in command.args) or any(
             w.text in ("rm", "shred", "unlink") for w in command.args)
         if roots and deletes:
-            hit("rm-root", f"deletes everything find reaches under {_show(roots[0])}")
+            hit("rm-root", f"deletes everything find reaches under {ip.shown(roots[0])}")
         elif deletes:
             hit("recursive-delete", "deletes every file find matches")
     elif program in ("shred", "wipe", "srm"):
@@ -314,14 +306,14 @@ def _credentials(command: Command, where: Where, hit: Hit) -> None:
         hit("credential-recon", f"{program} {texts[0]} reads stored credentials")
     for word in absolutes(read_words(command), where):
         if ip.proc_environ(word):
-            hit("proc-environ-exfil", f"reads a process's environment ({_show(word)})")
+            hit("proc-environ-exfil", f"reads a process's environment ({ip.shown(word)})")
         elif ip.is_credential_word(word, where):
-            hit("credential-recon", f"reads {_show(word)} (a credential store)")
+            hit("credential-recon", f"reads {ip.shown(word)} (a credential store)")
 
 
 def _writes(command: Command, where: Where, hit: Hit) -> None:
     for word in absolutes(write_targets(command), where):
-        shown = _show(word)
+        shown = ip.shown(word)
         if ip.exact(word) and ip.real(word.text) in ip.HARMLESS_DEVICES:
             continue
         if ip.is_system(word):
@@ -337,21 +329,6 @@ def _writes(command: Command, where: Where, hit: Hit) -> None:
 
 
 # -- low -------------------------------------------------------------------------------
-
-
-def command_read_only(command: Command, where: Where) -> tuple[bool, str]:
-    """Whether the command only reads, and if so what it reads outside the workspace ('')."""
-    if not is_read_only(command) or write_targets(command):
-        return False, ""
-    here = where.at(command.cwd)
-    if command.cwd is None or not ip.inside(plain_word(command.cwd), here):
-        return True, "runs outside the workspace"
-    if non_path_program(command.program):
-        return True, ""
-    for word in absolutes(read_words(command), here):
-        if not ip.inside(word, here):
-            return True, f"reads {_show(word)} outside the workspace"
-    return True, ""
 
 
 def _read_only(script: Script, where: Where, hit: Hit) -> None:

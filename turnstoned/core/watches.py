@@ -35,9 +35,9 @@ from turnstoned.core.results import GuardSettings, guard_output
 from turnstoned.core.session import iso
 from turnstoned.envscrub import scrub_env
 from turnstoned.protocol import ErrorCode
+from turnstoned.shell.blocklist import blocked_message
 from turnstoned.store.watches import Watch, WatchStore
 from turnstoned.tools._procs import OutputCollector, ScriptProcess, start_script
-from turnstoned.tools._safety import blocked_message
 from turnstoned.tools.base import ToolOutput, truncate_middle
 from turnstoned.tools.watch import format_duration
 

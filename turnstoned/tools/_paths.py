@@ -9,26 +9,12 @@ and ``../`` cannot step out unnoticed.
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypedDict
 
-from turnstoned import paths
+from turnstoned.places import is_credential, within
 from turnstoned.tools.base import SessionEnv
-
-# Under the home directory: directories and files that hold keys, tokens and passwords.
-HOME_CREDENTIALS = (
-    ".ssh", ".aws", ".gnupg", ".config/gcloud", ".kube", ".docker", ".netrc", ".pgpass",
-    ".azure", ".git-credentials", ".config/gh", ".config/hub", ".npmrc", ".pypirc", ".my.cnf",
-    ".password-store", ".local/share/keyrings", ".vault-token", ".terraform.d",
-    ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".config/rclone",
-)  # fmt: skip
-SYSTEM_CREDENTIALS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers")
-# Another process's (or the daemon's own) environment and memory.
-_PROC_SECRETS = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?(?:environ|mem)")
 
 # Approval labels: one for every read that leaves the workspace, one for credentials.
 READ_OUTSIDE = "read_outside_workspace"
@@ -65,32 +51,6 @@ class Place:
 def workspace_root(env: SessionEnv) -> str:
     """The real path of the session's workspace folder, else of its cwd."""
     return os.path.realpath(env.workspace or env.cwd)
-
-
-def within(real: str, root: str) -> bool:
-    """True when ``real`` is ``root`` or below it (both real paths)."""
-    return real == root or real.startswith(root.rstrip("/") + "/")
-
-
-@functools.lru_cache(maxsize=8)
-def _credential_roots(home: str, config_dir: str, data_dir: str) -> tuple[str, ...]:
-    roots = [os.path.join(home, name) for name in HOME_CREDENTIALS]
-    roots += [*SYSTEM_CREDENTIALS, config_dir, data_dir]
-    # Both spellings: the store may itself be a symlink (a dotfiles repo, say).
-    return tuple(dict.fromkeys([*roots, *(os.path.realpath(r) for r in roots)]))
-
-
-def credential_roots() -> tuple[str, ...]:
-    """Every credential store, as absolute paths (the current HOME and daemon dirs)."""
-    return _credential_roots(str(Path.home()), str(paths.config_dir()), str(paths.data_dir()))
-
-
-def is_credential(real: str, roots: tuple[str, ...] | None = None) -> bool:
-    """True when the real path ``real`` lies in a credential store (``roots``: the
-    stores as ``credential_roots`` gave them, when the caller has them already)."""
-    return bool(_PROC_SECRETS.fullmatch(real)) or any(
-        within(real, root) for root in (roots or credential_roots())
-    )
 
 
 def place(env: SessionEnv, given: str) -> Place:

@@ -19,10 +19,10 @@ from typing import Any, Literal
 import msgspec
 
 from turnstoned.envscrub import scrub_env
+from turnstoned.shell.blocklist import blocked_message, normalize_command
 from turnstoned.tools import _shells
 from turnstoned.tools._lenient import as_bool, as_int
 from turnstoned.tools._procs import LineSplitter, OutputCollector, ScriptProcess, start_script
-from turnstoned.tools._safety import blocked_message, normalize_command
 from turnstoned.tools.base import (
     PreparedCall,
     ToolContext,

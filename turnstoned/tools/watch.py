@@ -19,9 +19,9 @@ from typing import Any
 import msgspec
 
 from turnstoned.condition import ConditionError, compile_condition
+from turnstoned.shell.blocklist import blocked_message, normalize_command
 from turnstoned.store.watches import Watch, WatchStore
 from turnstoned.tools._lenient import int_or, is_blank
-from turnstoned.tools._safety import blocked_message, normalize_command
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 ACTIONS = ("create", "list", "cancel")

@@ -13,8 +13,8 @@ import os
 import posixpath
 from dataclasses import dataclass
 
-from turnstoned.core.shell import Word
-from turnstoned.tools._paths import credential_roots, is_credential, within
+from turnstoned.places import credential_roots, is_credential, within
+from turnstoned.shell.words import Word
 
 # Directories of the system: deleting or writing them breaks the machine.
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot",
@@ -92,6 +92,13 @@ def real(text: str) -> str:
 
 def exact(word: Word) -> bool:
     return not word.glob and not word.dynamic
+
+
+def shown(word: Word) -> str:
+    """The word as a verdict's reason shows it."""
+    if unknown(word):
+        return "a path only known when it runs"
+    return word.text if exact(word) else word.pattern
 
 
 def unknown(word: Word) -> bool:

@@ -20,9 +20,8 @@ import itertools
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
 
-from turnstoned.core.shell_lex import (
+from turnstoned.shell.lex import (
     COMMA,
     LBRACE,
     RBRACE,
@@ -34,8 +33,11 @@ from turnstoned.core.shell_lex import (
     Token,
     tokenize,
 )
+from turnstoned.shell.words import SHELLS, Command, Script, Word, redirect_is_fd
+from turnstoned.shell.wrappers import unwrap
 
-__all__ = ["Command", "Script", "ShellSyntaxError", "Word", "read_script"]
+__all__ = ["SHELLS", "Command", "Script", "ShellSyntaxError", "Word", "read_script",
+           "redirect_is_fd"]
 
 MAX_DEPTH = 4
 MAX_READINGS = 16  # alternative expansions of one command (variables with several values)
@@ -45,50 +47,6 @@ _SPLIT = "\ue011"  # a field boundary from an unquoted expansion
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
                        "{", "}", "esac", "time", "coproc"})
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One word after expansion."""
-
-    text: str  # its value; unknown pieces are left out
-    pattern: str  # as an fnmatch pattern: globs active, unknown pieces are '*'
-    dynamic: bool  # part of it is only known when it runs
-    glob: bool  # it has active glob characters
-
-
-@dataclass(slots=True)
-class Command:
-    """One simple command as it would run."""
-
-    words: list[Word]  # the program first (after wrappers like sudo and env)
-    wrappers: list[str] = field(default_factory=list)  # e.g. ["sudo"]
-    redirects: list[tuple[str, Word | None]] = field(default_factory=list)  # (op, target)
-    upstream: list[str] = field(default_factory=list)  # programs piping into it
-    subs: list[str] = field(default_factory=list)  # programs of its $(...) and <(...)
-    stdin_text: str | None = None  # a here-document or here-string
-    cwd: str | None = None  # where relative paths resolve (None: unknown)
-    depth: int = 0
-
-    @property
-    def program(self) -> str:
-        """The program's name ('' when it is only known at run time)."""
-        if not self.words or self.words[0].dynamic:
-            return ""
-        return posixpath.basename(self.words[0].text)
-
-    @property
-    def args(self) -> list[Word]:
-        return self.words[1:]
-
-
-@dataclass(slots=True)
-class Script:
-    """The commands of a script, outer ones and those run from inside them."""
-
-    commands: list[Command] = field(default_factory=list)
-    error: str | None = None  # it could not be read completely
 
 
 class Reader:
@@ -149,6 +107,8 @@ class Reader:
             return [text]
         if part.kind == "var":
             values = list(vars_.get(part.text, []))
+            if not values and part.text == "HOME":
+                values = [self.home]  # the environment's, unless the script set it
             if part.default is not None:
                 values.append(part.default)
             return values or [_UNKNOWN]
@@ -206,8 +166,6 @@ class Reader:
             self._assignment(words.pop(0), vars_, cwd, depth)
         if not words and not redirects:
             return []
-        from turnstoned.core.shell_run import unwrap  # it builds on this module's types
-
         first_inner = len(self.out.commands)
         readings: list[list[Word]] = [[]]
         for token in words:
@@ -358,10 +316,3 @@ def read_script(text: str, cwd: str | None, home: str) -> Script:
     out = Script()
     Reader(home, out).read(text, {}, cwd, 0)
     return out
-
-
-def redirect_is_fd(op: str, target: Word | None) -> bool:
-    """``2>&1``, ``>&-``: a redirection between descriptors, no file."""
-    return op in (">&", "<&") and target is not None and (target.text.isdigit()
-                                                          or target.text == "-")
-

@@ -9,9 +9,9 @@ directory is made absolute (unknown when the directory is), option values like
 
 from __future__ import annotations
 
-from turnstoned.core import intent_paths as ip
-from turnstoned.core.intent_paths import Where
-from turnstoned.core.shell import Command, Word, redirect_is_fd
+from turnstoned.shell import where as ip
+from turnstoned.shell.where import Where
+from turnstoned.shell.words import Command, Word, redirect_is_fd
 
 WRITES = (">", ">>", ">|", "&>", "&>>", "<>")  # redirections that write their target
 

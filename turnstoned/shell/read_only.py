@@ -8,7 +8,10 @@ so on. Redirections are judged by the caller (a ``>`` makes any command a writer
 
 from __future__ import annotations
 
-from turnstoned.core.shell import Command
+from turnstoned.shell import where as ip
+from turnstoned.shell.access import absolutes, plain_word, read_words, write_targets
+from turnstoned.shell.where import Where
+from turnstoned.shell.words import Command
 
 _ANY_OPTIONS = frozenset({
     "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "ag", "tree", "pwd", "echo",
@@ -105,3 +108,18 @@ def _git(texts: list[str]) -> bool:
     if sub in ("reflog", "worktree", "submodule"):
         return not rest or rest[0] in ("show", "list", "status")
     return False
+
+
+def command_read_only(command: Command, where: Where) -> tuple[bool, str]:
+    """Whether the command only reads, and if so what it reads outside the workspace ('')."""
+    if not is_read_only(command) or write_targets(command):
+        return False, ""
+    here = where.at(command.cwd)
+    if command.cwd is None or not ip.inside(plain_word(command.cwd), here):
+        return True, "runs outside the workspace"
+    if non_path_program(command.program):
+        return True, ""
+    for word in absolutes(read_words(command), here):
+        if not ip.inside(word, here):
+            return True, f"reads {ip.shown(word)} outside the workspace"
+    return True, ""

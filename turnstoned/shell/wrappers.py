@@ -12,12 +12,18 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from turnstoned.core.shell import SHELLS, Command, Word
+from turnstoned.shell.words import SHELLS, Command, Word
 
-if TYPE_CHECKING:
-    from turnstoned.core.shell import Reader
+
+class Reader(Protocol):
+    """The reader a wrapped command's text is read back into (``shell.read.Reader``)."""
+
+    def read(self, text: str, vars_: dict[str, list[str]], cwd: str | None,
+             depth: int) -> list[Command]: ...
+
+    def record(self, command: Command) -> None: ...
 
 # Programs that run the command named after them (with their own options first).
 _WRAPPERS = frozenset({"sudo", "doas", "env", "nice", "nohup", "time", "command", "builtin",
