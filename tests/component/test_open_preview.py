@@ -43,7 +43,7 @@ def ctx(tmp_path: Path, internet: Internet) -> ToolContext:
     ctx.env.services.web = web
     ctx.env.services.previews = PreviewStore(tmp_path / "previews")
     opened: list[PreviewRecord] = []
-    ctx.env.services.preview_opened = lambda sid, call, record: opened.append(record)
+    ctx.env.services.preview_opened = lambda sid, call, record, csp: opened.append(record)
     ctx.env.state["opened"] = opened
     return ctx
 

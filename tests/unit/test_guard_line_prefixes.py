@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from turnstoned.core.guard import check
+from turnstoned.guard.scan import check
 
 
 def _body(seed: str, lines: int, width: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnstoned.core.guard import REDACTION_NOTICE, Finding, GuardResult, advisory, check
+from turnstoned.guard.scan import REDACTION_NOTICE, Finding, GuardResult, advisory, check
 
 PYTEST_OUTPUT = """\
 ============================= test session starts ==============================

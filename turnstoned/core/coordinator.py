@@ -18,7 +18,7 @@ from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core.errors import EngineError
 from turnstoned.core.session import iso
-from turnstoned.tools._coordination import Child, CoordinationError
+from turnstoned.tools.coordination import Child, CoordinationError
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from turnstoned.core import guard
+from turnstoned import guard
 from turnstoned.tools.base import ToolOutput, truncate_middle
 
 log = logging.getLogger(__name__)

@@ -37,8 +37,8 @@ from turnstoned.envscrub import scrub_env
 from turnstoned.protocol import ErrorCode
 from turnstoned.shell.blocklist import blocked_message
 from turnstoned.store.watches import Watch, WatchStore
-from turnstoned.tools._procs import OutputCollector, ScriptProcess, start_script
 from turnstoned.tools.base import ToolOutput, truncate_middle
+from turnstoned.tools.procs import OutputCollector, ScriptProcess, start_script
 from turnstoned.tools.watch import format_duration
 
 if TYPE_CHECKING:

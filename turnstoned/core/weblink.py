@@ -39,14 +39,12 @@ def attach(engine: Engine, config: Config) -> None:
             raise ModelError("notConfigured", model)
         return await complete(model, messages, live.spend() if live else None)
 
-    def preview_opened(session_id: str, call_id: str, record: PreviewRecord) -> None:
-        from turnstoned.tools._preview import CSP, CSP_DEFAULT
-
+    def preview_opened(session_id: str, call_id: str, record: PreviewRecord, csp: str) -> None:
         engine.sink.notify(p.PreviewOpen(
             session_id=session_id, call_id=call_id, preview_id=record.id,
             kind=record.kind,  # type: ignore[arg-type]
             title=record.title, source=record.source, content_type=record.content_type,
-            size=record.size, csp=CSP.get(record.kind, CSP_DEFAULT)))
+            size=record.size, csp=csp))
 
     services.ask_model = ask_model
     services.preview_opened = preview_opened

@@ -1,7 +1,8 @@
 """The built-in tool registry.
 
 Every ``*.json`` here is loaded sorted by file name; each must have a module of
-the same name (and each non-``_`` module a JSON). The metadata keys are
+the same name (and each module a JSON, except helpers named ``_*`` and the ``SHARED``
+contracts). The metadata keys are
 understood and stripped before a schema reaches the model. The derived sets of
 the seed (TOOLS, INTERACTIVE_TOOLS, COORDINATOR_TOOLS, TASK_AGENT_TOOLS,
 TASK_AUTO_TOOLS, BUILTIN_TOOL_NAMES, PRIMARY_KEY_MAP) are module attributes,
@@ -125,12 +126,17 @@ def _load_one(path: Path) -> ToolSpec:
     return ToolSpec(name=name, function=function, meta=meta, module=module)
 
 
+# Modules that are not tools: what the engine shares with them (the tool contract, running
+# scripts, the coordinator tools' contract). Helpers private to the tools start with `_`.
+SHARED = frozenset({"base", "procs", "coordination"})
+
+
 @functools.cache
 def registry() -> dict[str, ToolSpec]:
     """All built-in tools by name, in file-name order."""
     specs = [_load_one(p) for p in sorted(_DIR.glob("*.json"))]
     modules = {
-        p.stem for p in _DIR.glob("*.py") if not p.stem.startswith("_") and p.stem != "base"
+        p.stem for p in _DIR.glob("*.py") if not p.stem.startswith("_") and p.stem not in SHARED
     }
     orphans = modules - {s.name for s in specs}
     if orphans:

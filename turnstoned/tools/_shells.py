@@ -17,8 +17,8 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from turnstoned.tools._procs import ScriptProcess, start_script
 from turnstoned.tools.base import SessionEnv, ToolContext, ToolOutput
+from turnstoned.tools.procs import ScriptProcess, start_script
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from turnstoned.net.services import WebServices
     from turnstoned.store import Store
     from turnstoned.store.previews import PreviewRecord, PreviewStore
-    from turnstoned.tools._coordination import Coordination
+    from turnstoned.tools.coordination import Coordination
 
 __all__ = ["EffectStatus"]
 
@@ -165,8 +165,10 @@ class Services:
     # A side call to a session's model without tools: (session_id, messages) -> the reply
     # text; raises turnstoned.llm.ModelError.
     ask_model: Callable[[str, list[dict[str, Any]]], Awaitable[str]] | None = None
-    # Tell the editor that a preview is ready: (session_id, call_id, record).
-    preview_opened: Callable[[str, str, PreviewRecord], None] = lambda sid, call, record: None
+    # Tell the editor that a preview is ready: (session_id, call_id, record, the content
+    # security policy its kind is rendered under).
+    preview_opened: Callable[[str, str, PreviewRecord, str], None] = (
+        lambda sid, call, record, csp: None)
     # Tells the watch runner that watches were added or ended (it sleeps until the next poll).
     watches_changed: Callable[[], None] = lambda: None
     # Where ``notify`` sends (the editor, configured webhooks); None: the editor only.

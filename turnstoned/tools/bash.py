@@ -22,7 +22,6 @@ from turnstoned.envscrub import scrub_env
 from turnstoned.shell.blocklist import blocked_message, normalize_command
 from turnstoned.tools import _shells
 from turnstoned.tools._lenient import as_bool, as_int
-from turnstoned.tools._procs import LineSplitter, OutputCollector, ScriptProcess, start_script
 from turnstoned.tools.base import (
     PreparedCall,
     ToolContext,
@@ -30,6 +29,7 @@ from turnstoned.tools.base import (
     prepare_error,
     truncate_middle,
 )
+from turnstoned.tools.procs import LineSplitter, OutputCollector, ScriptProcess, start_script
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ import msgspec
 from turnstoned.tools import _coordination as co
 from turnstoned.tools._lenient import int_or
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
+from turnstoned.tools.coordination import CoordinationError
 
 DEFAULT_LIMIT, MAX_LIMIT = 20, 200
 
@@ -23,7 +24,7 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     child = co.ws_id(args.ws_id)
     limit = int_or(args.message_limit, DEFAULT_LIMIT)
     if limit is None:
-        raise co.CoordinationError("Error: 'message_limit' must be an integer")
+        raise CoordinationError("Error: 'message_limit' must be an integer")
     return co.plain(ctx, f"⚙ inspect_workstream {child[:8]}",
                     (child, max(1, min(MAX_LIMIT, limit))))
 

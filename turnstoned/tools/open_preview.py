@@ -170,6 +170,7 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     record = await asyncio.to_thread(store.put, ctx.env.session_id, body, kind=kinded.kind,
                                      title=title, source=loaded.source,
                                      content_type=kinded.content_type)
-    ctx.env.services.preview_opened(ctx.env.session_id, ctx.call_id, record)
+    ctx.env.services.preview_opened(ctx.env.session_id, ctx.call_id, record,
+                                     _preview.CSP.get(record.kind, _preview.CSP_DEFAULT))
     return ToolOutput(f"Preview shown to the user: {title} ({kinded.kind}, {record.size:,} bytes)",
                       summary=f"{kinded.kind} preview {record.id[:12]}")

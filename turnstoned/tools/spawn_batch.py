@@ -8,6 +8,7 @@ import msgspec
 
 from turnstoned.tools import _coordination as co
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
+from turnstoned.tools.coordination import CoordinationError
 from turnstoned.tools.spawn_workstream import spec
 
 
@@ -18,13 +19,13 @@ class Args(msgspec.Struct, kw_only=True):
 @co.checked
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     if not isinstance(args.children, list) or not args.children:
-        raise co.CoordinationError("Error: 'children' must be a list of 1 to 10 children")
+        raise CoordinationError("Error: 'children' must be a list of 1 to 10 children")
     if len(args.children) > co.MAX_BATCH:
-        raise co.CoordinationError(f"Error: at most {co.MAX_BATCH} children per batch, got "
+        raise CoordinationError(f"Error: at most {co.MAX_BATCH} children per batch, got "
                                    f"{len(args.children)}")
     specs = [spec(raw) for raw in args.children]
     if any(not message for _, message, _ in specs):
-        raise co.CoordinationError("Error: every child needs an initial_message")
+        raise CoordinationError("Error: every child needs an initial_message")
     names = ", ".join(name or f"#{i}" for i, (name, _, _) in enumerate(specs))
     preview = "\n\n".join(f"{name or f'#{i}'}: {message[:200]}"
                           for i, (name, message, _) in enumerate(specs))
@@ -39,6 +40,6 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
         try:
             child = coordination.spawn(ctx.env.session_id, name or None, message, model or None)
             results[str(index)] = child.brief()
-        except co.CoordinationError as exc:
+        except CoordinationError as exc:
             results[str(index)] = {"error": str(exc)}
     return co.as_json(results)

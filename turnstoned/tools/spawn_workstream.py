@@ -8,6 +8,7 @@ import msgspec
 
 from turnstoned.tools import _coordination as co
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
+from turnstoned.tools.coordination import CoordinationError
 
 MAX_MESSAGE = 100_000
 
@@ -23,7 +24,7 @@ def spec(raw: Any) -> tuple[str, str, str]:
     if isinstance(raw, str):
         raw = {"initial_message": raw}
     if not isinstance(raw, dict):
-        raise co.CoordinationError("Error: a child is an object with initial_message, name, model")
+        raise CoordinationError("Error: a child is an object with initial_message, name, model")
     return (co.text_arg(raw.get("name"), "name", 80),
             co.text_arg(raw.get("initial_message"), "initial_message", MAX_MESSAGE),
             co.text_arg(raw.get("model"), "model", 200))

@@ -9,15 +9,9 @@ from typing import Any
 import msgspec
 
 from turnstoned.store.tasks import STATUSES, Task, TaskStore
-from turnstoned.tools._coordination import (
-    CoordinationError,
-    as_json,
-    checked,
-    plain,
-    text_arg,
-    ws_id,
-)
+from turnstoned.tools._coordination import as_json, checked, plain, text_arg, ws_id
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
+from turnstoned.tools.coordination import CoordinationError
 
 ACTIONS = ("add", "update", "remove", "reorder", "list")
 MAX_TEXT = 200

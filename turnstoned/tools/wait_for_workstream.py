@@ -9,6 +9,7 @@ import msgspec
 from turnstoned.tools import _coordination as co
 from turnstoned.tools._lenient import is_blank
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput
+from turnstoned.tools.coordination import CoordinationError
 
 DEFAULT_TIMEOUT, MAX_TIMEOUT = 60.0, 600.0
 
@@ -25,9 +26,9 @@ def _timeout(value: Any) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise co.CoordinationError("Error: 'timeout' must be a number of seconds") from None
+        raise CoordinationError("Error: 'timeout' must be a number of seconds") from None
     if not 0 <= seconds <= MAX_TIMEOUT:
-        raise co.CoordinationError(
+        raise CoordinationError(
             f"Error: 'timeout' must be between 0 and {MAX_TIMEOUT:g} seconds")
     return seconds
 
@@ -36,14 +37,14 @@ def _timeout(value: Any) -> float:
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     raw = [args.ws_ids] if isinstance(args.ws_ids, str) else args.ws_ids
     if not isinstance(raw, list) or not raw:
-        raise co.CoordinationError("Error: 'ws_ids' must list 1 to 32 workstream ids")
+        raise CoordinationError("Error: 'ws_ids' must list 1 to 32 workstream ids")
     if len(raw) > co.MAX_WAIT_IDS:
-        raise co.CoordinationError(f"Error: at most {co.MAX_WAIT_IDS} ids, got {len(raw)}")
+        raise CoordinationError(f"Error: at most {co.MAX_WAIT_IDS} ids, got {len(raw)}")
     ids = list(dict.fromkeys(co.ws_id(v) for v in raw))
     timeout = _timeout(args.timeout)
     mode = (args.mode or "any").strip().lower() if isinstance(args.mode, str | None) else ""
     if mode not in ("any", "all"):
-        raise co.CoordinationError("Error: 'mode' must be any or all")
+        raise CoordinationError("Error: 'mode' must be any or all")
     return co.plain(ctx, f"⏳ wait_for_workstream ({mode}, {timeout:g}s): {len(ids)} child(ren)",
                     (ids, timeout, mode))
 

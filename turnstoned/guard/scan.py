@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from turnstoned.core.guard_rules import RISK_ORDER, Finding, Rule, Scan, rules, triggered
-from turnstoned.core.guard_secrets import not_placeholder, redact_secrets
+from turnstoned.guard.rules import RISK_ORDER, Finding, Rule, Scan, rules, triggered
+from turnstoned.guard.secrets import not_placeholder, redact_secrets
 
 __all__ = ["REDACTION_NOTICE", "Finding", "GuardResult", "advisory", "check"]
 

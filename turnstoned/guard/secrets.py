@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from turnstoned.core.guard_rules import Rule, Scan, redact, rules, triggered
+from turnstoned.guard.rules import Rule, Scan, redact, rules, triggered
 
 _I = re.IGNORECASE
 

@@ -1,0 +1,12 @@
+"""The output guard: what a tool result may hold before the model reads it.
+
+``check`` redacts credentials (``secrets``) and flags prompt injection and other
+risky content (``scan``) with linear patterns under a time budget (``rules``);
+``advisory`` words what it found for the model and the editor. Pure: no I/O,
+no model.
+"""
+
+from turnstoned.guard.rules import Finding
+from turnstoned.guard.scan import REDACTION_NOTICE, GuardResult, advisory, check
+
+__all__ = ["REDACTION_NOTICE", "Finding", "GuardResult", "advisory", "check"]
