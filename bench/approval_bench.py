@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from turnstoned.config import PolicyRule
-from turnstoned.core import grants, intent, policies
-from turnstoned.core.approvals import ApprovalPolicy, Gate, Verdict, screen
+from turnstoned.core.approval import ApprovalPolicy, Gate, Verdict, grants, intent, policies
+from turnstoned.core.approval.gate import screen
 from turnstoned.core.pipeline import prepare_one
 from turnstoned.llm.types import RawToolCall
 from turnstoned.shell.read import read_script

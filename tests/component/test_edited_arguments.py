@@ -76,7 +76,7 @@ async def test_an_edit_outside_the_workspace_asks_again_and_runs_when_approved(
 async def test_an_edit_a_policy_denies_does_not_run(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
     from turnstoned.config import PolicyRule
-    from turnstoned.core.policies import Policy
+    from turnstoned.core.approval.policies import Policy
 
     session = engine.get(start(engine, tmp_path))
     deny = Policy(PolicyRule(action="deny", label="bash", command="touch *"), "config", "c", 1)

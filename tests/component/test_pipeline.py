@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.conftest import RecordingSink
 from turnstoned import protocol as p
 from turnstoned.core import toolset
-from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.approval import ApprovalPolicy
 from turnstoned.core.pipeline import Batch, BatchSetup
 from turnstoned.core.results import Budget
 from turnstoned.llm.types import RawToolCall

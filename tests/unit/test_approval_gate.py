@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from turnstoned import protocol as p
-from turnstoned.core import approvals
+from turnstoned.core.approval import gate as approvals
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from turnstoned.core import grants, intent
+from turnstoned.core.approval import grants, intent
 from turnstoned.core.pipeline import prepare_one
 from turnstoned.llm.types import RawToolCall
 from turnstoned.tools import registry

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from turnstoned.core import intent, intent_bash
+from turnstoned.core.approval import intent, intent_bash
 from turnstoned.core.pipeline import prepare_one
 from turnstoned.llm.types import RawToolCall
 from turnstoned.shell.where import Where

@@ -9,22 +9,22 @@ from typing import TYPE_CHECKING
 from turnstoned import paths
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_entry, resolve_model
-from turnstoned.core import grants
+from turnstoned.core.approval import grants
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
 from turnstoned.llm.types import OnUsage
 from turnstoned.protocol import ErrorCode
 
 if TYPE_CHECKING:
+    from turnstoned.core.approval.judge import Judge
+    from turnstoned.core.approval.policy_files import PolicyBook
     from turnstoned.core.engine import Engine
-    from turnstoned.core.judge import Judge
-    from turnstoned.core.policy_files import PolicyBook
     from turnstoned.core.session import Session
     from turnstoned.store import Store
 
 
 def make_book(config: Config, store: Store, sink: EventSink) -> PolicyBook:
-    from turnstoned.core.policy_files import PolicyBook
+    from turnstoned.core.approval.policy_files import PolicyBook
     from turnstoned.store.trust import TrustStore
 
     async def ask(question: p.PolicyTrustRequestParams) -> str | None:
@@ -37,7 +37,7 @@ def make_book(config: Config, store: Store, sink: EventSink) -> PolicyBook:
 
 def make_judge(engine: Engine) -> Judge | None:
     """The judge ``[judge]`` asks for (None when it is off)."""
-    from turnstoned.core.judge import Judge, JudgeSettings
+    from turnstoned.core.approval.judge import Judge, JudgeSettings
 
     cfg = engine.config.judge
     if not (cfg.enabled or cfg.smart_approvals):
@@ -88,7 +88,7 @@ def grant_revoke(session: Session, rule: str) -> p.GrantRevokeResult:
 
 def policy_trust(book: PolicyBook, params: p.PolicyTrustParams) -> p.PolicyTrustResult:
     """``policy/trust``: trust or revoke a workspace's policies file."""
-    from turnstoned.core.policy_files import POLICY_FILE, PolicyTrustError
+    from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyTrustError
 
     if params.config_path is not None:
         path = Path(params.config_path)

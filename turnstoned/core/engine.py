@@ -16,10 +16,10 @@ from pathlib import Path
 from turnstoned import __version__, paths, skills
 from turnstoned import protocol as p
 from turnstoned.config import Config, resolve_model
-from turnstoned.core import approvallink, grants, mcplink, weblink
+from turnstoned.core import approvallink, mcplink, weblink
 from turnstoned.core import messages as m
 from turnstoned.core.agent import AgentHost
-from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.compaction import compactor
 from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError

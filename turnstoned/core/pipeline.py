@@ -3,7 +3,7 @@
 A batch is the tool calls of one assistant message:
 
     prepare (each call on its own, then batch policies)
-      → approve (``approvals.decide`` asks the editor, through the batch's sink)
+      → approve (``approval.decide`` asks the editor, through the batch's sink)
       → execute (in parallel unless a policy serialises; output streamed to the sink)
       → fold (repeat warning, context budget, output guard; see ``results``)
 
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from turnstoned import protocol as p
-from turnstoned.core import approvals
+from turnstoned.core import approval
 from turnstoned.core import messages as m
-from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.approval import ApprovalPolicy
+from turnstoned.core.approval.edits import edit_note
 from turnstoned.core.arguments import is_object, parse_arguments, unknown_tool_text
-from turnstoned.core.edits import edit_note
 from turnstoned.core.events import Coalescer, EventSink
 from turnstoned.core.results import Budget, GuardSettings, RepeatDetector, guard_output
 from turnstoned.llm.types import RawToolCall
@@ -203,7 +203,7 @@ class Batch:
     async def run(self, budget: Budget) -> Folded:
         """Phases 2-4: approve, execute what may run, fold every result."""
         setup = self.setup
-        verdict = await approvals.decide(setup.sink, setup.policy, setup.env.session_id,
+        verdict = await approval.decide(setup.sink, setup.policy, setup.env.session_id,
                                          setup.turn_id, self.calls, setup.env, self._reprepare)
         self.calls = [verdict.replaced.get(c.call_id, c) for c in self.calls]
         denied = {c.call_id: Outcome(c, ToolOutput(verdict.denied[c.call_id], True, "none"),

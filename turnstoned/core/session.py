@@ -14,7 +14,7 @@ import msgspec
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset
-from turnstoned.core.approvals import ApprovalPolicy
+from turnstoned.core.approval import ApprovalPolicy
 from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.llm.types import OnUsage

@@ -27,7 +27,7 @@ from typing import Any
 
 from turnstoned import protocol as p
 from turnstoned.config import ModelSettings
-from turnstoned.core import intent
+from turnstoned.core.approval import intent
 from turnstoned.llm.types import ModelError, OnUsage
 from turnstoned.tools.base import PreparedCall, SessionEnv
 

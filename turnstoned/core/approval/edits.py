@@ -14,10 +14,8 @@ call and what ran (see ``edit_note``).
 
 from __future__ import annotations
 
-import dataclasses
-
-from turnstoned.core import approvals, grants, intent, policies
-from turnstoned.core.approvals import Gate, Verdict
+from turnstoned.core.approval import grants, intent, policies
+from turnstoned.core.approval.types import Gate, Verdict
 from turnstoned.tools.base import PreparedCall
 
 MAX_ROUNDS = 3
@@ -32,8 +30,9 @@ def needs_more(original: PreparedCall, edited: PreparedCall) -> bool:
                                                          not edited.grantable)
 
 
-async def apply_edits(gate: Gate, verdict: Verdict) -> None:
-    """Prepare and check every edited call; ask again about those that need more."""
+def apply_edits(gate: Gate, verdict: Verdict) -> list[PreparedCall]:
+    """Prepare and check every edited call; returns those that need more than the user
+    was shown (the gate asks about them again)."""
     assert gate.reprepare is not None
     rules = gate.policy.policies()
     again: list[PreparedCall] = []
@@ -60,22 +59,7 @@ async def apply_edits(gate: Gate, verdict: Verdict) -> None:
             granted |= bool(saved)
     if granted:
         gate.policy.on_grant(gate.policy.grants)
-    if again:
-        await _ask_again(gate, verdict, again)
-
-
-async def _ask_again(gate: Gate, verdict: Verdict, calls: list[PreparedCall]) -> None:
-    if gate.round >= MAX_ROUNDS:
-        for call in calls:
-            verdict.denied[call.call_id] = (
-                "Denied: the user edited this call several times and the last edit still "
-                "needed a new approval.")
-        return
-    again = dataclasses.replace(gate, calls=calls, round=gate.round + 1)
-    second = await approvals.run_gate(again)
-    verdict.denied.update(second.denied)
-    verdict.notes.extend(second.notes)
-    verdict.replaced.update(second.replaced)
+    return again
 
 
 def edit_note(call: PreparedCall) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from turnstoned.core import intent
+from turnstoned.core.approval import intent
 from turnstoned.shell.read import Command, read_script
 from turnstoned.shell.read_only import command_read_only
 from turnstoned.tools.base import PreparedCall, SessionEnv

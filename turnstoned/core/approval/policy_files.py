@@ -18,7 +18,7 @@ from pathlib import Path
 
 from turnstoned import protocol as p
 from turnstoned.config import ConfigError, PolicyFile, PolicyRule, decode
-from turnstoned.core.policies import Policy, ordered
+from turnstoned.core.approval.policies import Policy, ordered
 from turnstoned.questions import Answer, TrustQuestions
 from turnstoned.store.trust import TrustStore
 

@@ -25,7 +25,7 @@ from typing import Literal
 
 from turnstoned import protocol as p
 from turnstoned.config import PolicyRule
-from turnstoned.core import intent
+from turnstoned.core.approval import intent
 from turnstoned.shell.access import absolutes, read_words, write_targets
 from turnstoned.shell.read import read_script
 from turnstoned.tools.base import PreparedCall, SessionEnv

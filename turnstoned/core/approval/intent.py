@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turnstoned import protocol as p
-from turnstoned.core import intent_bash
+from turnstoned.core.approval import intent_bash
 from turnstoned.places import credential_roots
 from turnstoned.shell import where as ip
 from turnstoned.shell.read import Word

@@ -20,80 +20,26 @@ part of it runs none of it. An answer may edit a call's arguments: see ``edits``
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from turnstoned import protocol as p
-from turnstoned.core import grants, intent, policies
+from turnstoned.core.approval import edits, grants, intent, policies
+from turnstoned.core.approval.types import ApprovalPolicy, Gate, Reprepare, Verdict
 from turnstoned.core.events import EventSink
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 if TYPE_CHECKING:
-    from turnstoned.core.judge import Judge
-    from turnstoned.core.policies import Policy
+    from turnstoned.core.approval.judge import Judge
 
 log = logging.getLogger(__name__)
 
 ATOMIC_SPLIT = ("Denied: these calls change the same file and must be approved together; the "
                 "user approved only some of them, so none ran.")
-# Prepare a call again with arguments the user edited (same call id).
-Reprepare = Callable[[PreparedCall, dict[str, Any]], PreparedCall]
-
-
-@dataclass(slots=True)
-class Verdict:
-    """What the gate decided for one batch."""
-
-    decision: p.ResolvedDecision = "auto"  # the cycle's
-    cycle_id: str | None = None
-    denied: dict[str, str] = field(default_factory=dict)  # call id -> the result the model reads
-    notes: list[str] = field(default_factory=list)  # user feedback the model reads after results
-    # Calls the user edited, prepared again: they run (or fail, or are denied) instead.
-    replaced: dict[str, PreparedCall] = field(default_factory=dict)
-    # Approved calls the answer edited: call id -> (new arguments, the decision given).
-    edits: dict[str, tuple[dict[str, Any], p.Decision]] = field(default_factory=dict)
-
-    @property
-    def approved(self) -> bool:
-        """Every call may run."""
-        return not self.denied
-
-
-@dataclass(slots=True)
-class ApprovalPolicy:
-    """What a session's gate knows: blanket skip, standing grants, policies, the judge."""
-
-    skip_permissions: bool = False
-    grants: set[str] = field(default_factory=set)  # rules saved by "always" (see ``grants``)
-    configured: frozenset[str] = frozenset()  # [tools] auto_approve_tools
-    timeout: float = 0.0  # seconds; 0 = wait as long as it takes
-    on_grant: Callable[[set[str]], None] = lambda grants: None
-    # Calls whose approval is being asked right now, by call id.
-    awaiting: dict[str, PreparedCall] = field(default_factory=dict)
-    # The tool policies that apply (config and workspace), in the order they are tried.
-    policies: Callable[[], list[Policy]] = list
-    judge: Judge | None = None
-
-
-@dataclass(slots=True)
-class Gate:
-    """One batch at the gate."""
-
-    sink: EventSink
-    policy: ApprovalPolicy
-    session_id: str
-    turn_id: str
-    env: SessionEnv
-    calls: list[PreparedCall]
-    reprepare: Reprepare | None = None
-    round: int = 0  # how many times edited calls were asked about again
-
-
 def pending(calls: list[PreparedCall]) -> list[PreparedCall]:
     return [c for c in calls if c.needs_approval and not c.error]
 
@@ -139,10 +85,25 @@ async def run_gate(gate: Gate) -> Verdict:
         if ratings is not None and not ratings.done():
             ratings.cancel()
     if answered.edits and gate.reprepare is not None:
-        from turnstoned.core.edits import apply_edits
-
-        await apply_edits(gate, answered)
+        again = edits.apply_edits(gate, answered)
+        if again:
+            await _ask_again(gate, answered, again)
     return answered
+
+
+async def _ask_again(gate: Gate, verdict: Verdict, calls: list[PreparedCall]) -> None:
+    """Edited calls that need more than the user was shown are asked about as themselves;
+    after ``edits.MAX_ROUNDS`` such questions they are denied."""
+    if gate.round >= edits.MAX_ROUNDS:
+        for call in calls:
+            verdict.denied[call.call_id] = (
+                "Denied: the user edited this call several times and the last edit still "
+                "needed a new approval.")
+        return
+    second = await run_gate(dataclasses.replace(gate, calls=calls, round=gate.round + 1))
+    verdict.denied.update(second.denied)
+    verdict.notes.extend(second.notes)
+    verdict.replaced.update(second.replaced)
 
 
 async def _smart(judge: Judge, ratings: asyncio.Task[dict[str, p.Verdict]],
