@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/transport_bench.py [--frames 20000] [--runs 5]
 
-Compares turnstoned's reader (turnstoned.transport: frames parsed on the event loop)
+Compares turnstoned's reader (turnstoned.daemon.transport: frames parsed on the event loop)
 with pygls' own (pygls.io_.run_async over StdinAsyncReader: a thread hop per header line
 and per body), on the same pipe, protocol and frames: typical `turn/start` requests and a
 few large ones. The handlers do not run; this is only reading, decoding and dispatch.
@@ -25,8 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from turnstoned.server import create
-from turnstoned.transport import Link, served_methods
+from turnstoned.daemon.server import create
+from turnstoned.daemon.transport import Link, served_methods
 
 
 def frames(n: int) -> bytes:
@@ -107,7 +107,7 @@ def main() -> int:
     ma, mb = statistics.median(a), statistics.median(b)
     print(f"{args.frames:,} frames ({len(data) / 1e6:.1f} MB) read and dispatched, median of "
           f"{args.runs}:")
-    print(f"  turnstoned.transport   {args.frames / ma:9.0f} frames/s  ({ma * 1000:.0f} ms)")
+    print(f"  turnstoned.daemon.transport   {args.frames / ma:9.0f} frames/s  ({ma * 1000:.0f} ms)")
     print(f"  pygls run_async        {args.frames / mb:9.0f} frames/s  ({mb * 1000:.0f} ms)")
     print(f"  speed-up               {mb / ma:9.2f}x")
     return 0

@@ -1,3 +1,3 @@
-from turnstoned.cli import main
+from turnstoned.cli.main import main
 
 raise SystemExit(main())

@@ -19,7 +19,7 @@ from typing import Any, Self
 import msgspec
 
 from turnstoned import protocol as p
-from turnstoned import rundir
+from turnstoned.daemon import rundir
 
 ApprovalHandler = Callable[[p.ApprovalRequestParams], Awaitable[p.ApprovalResponse]]
 TrustHandler = Callable[[p.McpTrustRequestParams], Awaitable[p.McpTrustResponse]]

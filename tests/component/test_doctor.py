@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import write_config
 from tests.fakes.model_server import ScriptedModel, text, tool_calls
-from turnstoned import doctor
-from turnstoned.doctor import Doctor, Line
+from turnstoned.cli import doctor
+from turnstoned.cli.doctor import Doctor, Line
 
 SERVERS = Path(__file__).resolve().parent.parent / "mcp_servers"
 

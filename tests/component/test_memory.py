@@ -15,7 +15,7 @@ from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
 from turnstoned.core.errors import EngineError
-from turnstoned.handlers import build
+from turnstoned.daemon.handlers import build
 from turnstoned.scopes import ScopeRef
 from turnstoned.store import Store
 from turnstoned.store.memory import MemoryStore

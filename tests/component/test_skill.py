@@ -15,7 +15,7 @@ from tests.mcp_servers.harness import fast_manager, running, stdio_spec
 from turnstoned import config, paths
 from turnstoned import protocol as p
 from turnstoned.core.engine import Engine
-from turnstoned.handlers import build
+from turnstoned.daemon.handlers import build
 from turnstoned.skills import build_catalog, parse_skill, render
 from turnstoned.skills.catalog import SkillFileError, load_dir
 from turnstoned.store import Store

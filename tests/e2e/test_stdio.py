@@ -161,7 +161,7 @@ def test_interrupt_reports_within_two_seconds(daemon: RawDaemon, model: Scripted
 
 
 def test_startup_path_does_not_import_openai_or_mcp(isolated_home: Path) -> None:
-    code = ("import sys; from turnstoned.server import create; "
+    code = ("import sys; from turnstoned.daemon.server import create; "
             "create().holder.load(); "
             "print(sorted(m for m in ('openai', 'mcp', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60,

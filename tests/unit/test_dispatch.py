@@ -6,8 +6,8 @@ import asyncio
 import json
 from typing import Any
 
-from turnstoned.server import create
-from turnstoned.transport import Link, served_methods
+from turnstoned.daemon.server import create
+from turnstoned.daemon.transport import Link, served_methods
 
 
 class Capture:

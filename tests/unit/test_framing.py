@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from turnstoned.framing import FrameReader, Message, Oversized, Unreadable
+from turnstoned.daemon.framing import FrameReader, Message, Oversized, Unreadable
 
 
 def body(msg_id: int = 1, text: str = "hi") -> bytes:

@@ -25,11 +25,11 @@ def imported_after(code: str, home: Path | None, names: tuple[str, ...] = HEAVY)
 
 
 def test_the_attach_bridge_imports_nothing_heavy(isolated_home: Path) -> None:
-    assert imported_after("from turnstoned import cli, attach, rundir", isolated_home) == []
+    assert imported_after("from turnstoned.cli import main, attach\nfrom turnstoned.daemon import rundir", isolated_home) == []
 
 
 def test_chat_imports_nothing_heavy(isolated_home: Path) -> None:
-    code = "from turnstoned import cli, chat\ncli._parser().parse_args(['chat', 'hi'])"
+    code = "from turnstoned.cli import main, chat\nmain._parser().parse_args(['chat', 'hi'])"
     assert imported_after(code, isolated_home) == []
 
 
@@ -37,14 +37,14 @@ def test_the_bridge_and_chat_skip_typing_subprocess_and_tempfile() -> None:
     """Each costs a start milliseconds; with no runtime dir in the environment the bridge
     falls back to the temporary directory without importing tempfile."""
     light = ("typing", "subprocess", "tempfile")
-    code = "from turnstoned import cli, attach, rundir\nrundir.runtime_dir()"
+    code = "from turnstoned.cli import main, attach\nfrom turnstoned.daemon import rundir\nrundir.runtime_dir()"
     assert imported_after(code, None, light) == []
-    assert imported_after("from turnstoned import cli, chat", None, light) == []
+    assert imported_after("from turnstoned.cli import main, chat", None, light) == []
 
 
 def test_without_a_runtime_dir_the_socket_lives_in_a_private_folder_of_tmpdir(
         tmp_path: Path) -> None:
-    code = "from turnstoned import rundir\nprint(rundir.runtime_dir())"
+    code = "from turnstoned.daemon import rundir\nprint(rundir.runtime_dir())"
     env = {k: v for k, v in os.environ.items() if k not in ("TURNSTONED_HOME", "XDG_RUNTIME_DIR")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**env, "TMPDIR": str(tmp_path)}, check=True).stdout.strip()
@@ -56,7 +56,7 @@ def test_without_a_runtime_dir_the_socket_lives_in_a_private_folder_of_tmpdir(
 
 
 def test_every_method_chat_names_is_a_protocol_method() -> None:
-    source = Path(__file__).resolve().parents[2].joinpath("turnstoned", "chat.py").read_text()
+    source = Path(__file__).resolve().parents[2].joinpath("turnstoned", "cli", "chat.py").read_text()
     named = set(re.findall(r'"((?:[a-z]+|\$)/[A-Za-z/]+|initialize|initialized|shutdown|exit)"',
                            source))
     assert {"turn/start", "session/start", "item/tool/requestApproval"} <= named

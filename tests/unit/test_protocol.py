@@ -76,7 +76,7 @@ def test_the_lsp_lifecycle_is_in_the_table_and_schema() -> None:
 
 
 def test_only_turnstoned_handlers_are_registered() -> None:
-    from turnstoned.server import create
+    from turnstoned.daemon.server import create
 
     features = create().protocol.fm.features
     for m in p.METHODS:
@@ -105,7 +105,7 @@ def test_every_event_type_knows_its_one_method() -> None:
 def test_handlers_are_registered_against_the_table_and_checked() -> None:
     import pytest
 
-    from turnstoned import handlers
+    from turnstoned.daemon import handlers
 
     assert set(handlers.HANDLERS) == {m.name for m in p.METHODS
                                       if m.direction == "client->daemon" and not m.lsp}

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-from turnstoned import __version__, rpc
+from turnstoned import __version__
 from turnstoned import protocol as p
-from turnstoned.framing import DEFAULT_MAX_FRAME
-from turnstoned.handlers import HANDLERS
-from turnstoned.router import CALLER, Connection, Router
-from turnstoned.transport import DaemonProtocol, Link, served_methods
+from turnstoned.daemon import rpc
+from turnstoned.daemon.framing import DEFAULT_MAX_FRAME
+from turnstoned.daemon.handlers import HANDLERS
+from turnstoned.daemon.router import CALLER, Connection, Router
+from turnstoned.daemon.transport import DaemonProtocol, Link, served_methods
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -262,7 +263,7 @@ def setup_process() -> None:
     logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rpc.install_log_filter()
-    from turnstoned import hardening, watchdog
+    from turnstoned.daemon import hardening, watchdog
 
     hardening.harden()
     watchdog.start()  # children end with the daemon, even after kill -9

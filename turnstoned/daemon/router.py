@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnstoned import protocol as p
-from turnstoned import rpc
+from turnstoned.daemon import rpc
 
 if TYPE_CHECKING:
-    from turnstoned.transport import DaemonProtocol
+    from turnstoned.daemon.transport import DaemonProtocol
 
 log = logging.getLogger(__name__)
 

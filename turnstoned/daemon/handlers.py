@@ -22,7 +22,7 @@ import msgspec
 from turnstoned import __version__
 from turnstoned import protocol as p
 from turnstoned.core.errors import EngineError
-from turnstoned.router import CALLER, closed, subscribe, unsubscribe
+from turnstoned.daemon.router import CALLER, closed, subscribe, unsubscribe
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine

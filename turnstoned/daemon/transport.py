@@ -21,8 +21,8 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from turnstoned import framing, rpc, rundir
 from turnstoned import protocol as p
+from turnstoned.daemon import framing, rpc, rundir
 from turnstoned.protocol import ErrorCode
 
 if TYPE_CHECKING:

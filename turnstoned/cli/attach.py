@@ -23,7 +23,7 @@ import select
 import socket
 import sys
 
-from turnstoned import rundir
+from turnstoned.daemon import rundir
 
 CHUNK = 1 << 16
 REPLAY_LIMIT = 1 << 20  # bytes kept to resend until the daemon's first byte arrives

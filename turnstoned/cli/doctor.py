@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from turnstoned import config, paths, rundir
+from turnstoned import config, paths
+from turnstoned.daemon import rundir
 
 if TYPE_CHECKING:
     from turnstoned.mcp.models import ServerStatus
@@ -369,7 +370,7 @@ class Doctor:
 
 
 def _ask_health(sock: socket.socket) -> dict[str, object] | None:
-    from turnstoned.chat import Failure, Wire
+    from turnstoned.cli.chat import Failure, Wire
 
     wire = Wire(sock.fileno(), sock.sendall)
     try:

@@ -25,10 +25,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from turnstoned import rundir
+from turnstoned.daemon import rundir
 
 if TYPE_CHECKING:
-    from turnstoned.server import Hub
+    from turnstoned.daemon.server import Hub
 
 LOCK_WAIT = 15.0  # seconds to wait for a daemon that is stopping to release the lock
 
@@ -102,7 +102,7 @@ def main(overrides: dict[str, dict[str, Any]], idle_timeout: float | None) -> No
         sys.exit(2)
     _announce()
     os.chdir(os.path.expanduser("~"))  # no client's folder: sessions name their own cwd
-    from turnstoned import server
+    from turnstoned.daemon import server
 
     server.setup_process()
     hub = server.Hub(overrides, resident=True)
@@ -116,7 +116,7 @@ async def _serve(hub: Hub, sock: socket.socket, path: str, ident: tuple[int, int
     import asyncio
     import logging
 
-    from turnstoned.server import Stopper
+    from turnstoned.daemon.server import Stopper
 
     log = logging.getLogger(__name__)
     loop = asyncio.get_running_loop()

@@ -15,7 +15,7 @@ import select
 import socket
 import sys
 
-from turnstoned import rundir
+from turnstoned.daemon import rundir
 
 # `typing` and `subprocess` (only --private needs it) cost every run a few milliseconds.
 TYPE_CHECKING = False

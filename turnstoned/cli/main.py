@@ -93,34 +93,34 @@ def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv == ["stdio"]:  # the editor's launch: skip argparse, start serving
-        from turnstoned.server import serve_stdio
+        from turnstoned.daemon.server import serve_stdio
 
         return serve_stdio()
     if argv[0] == "attach":  # an editor's launch too: nothing but the bridge is imported
         if {"-h", "--help"} & set(argv[1:]):
             print(ATTACH_HELP, end="")
             return 0
-        from turnstoned import attach
+        from turnstoned.cli import attach
 
         return attach.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "chat":
-        from turnstoned import chat
+        from turnstoned.cli import chat
 
         return chat.run(args, _daemon_flags(argv))
     if args.command == "serve":
-        from turnstoned import resident
+        from turnstoned.daemon import resident
 
         resident.main(overrides(args), args.idle_timeout)
     if args.command == "stop":
-        from turnstoned import resident
+        from turnstoned.daemon import resident
 
         return resident.stop_running()
     if args.command == "doctor":
-        from turnstoned import doctor
+        from turnstoned.cli import doctor
 
         return doctor.main(args.tool_call)
-    from turnstoned.server import serve_stdio
+    from turnstoned.daemon.server import serve_stdio
 
     return serve_stdio(overrides(args))
 
