@@ -2,7 +2,7 @@
 
 The editor gets a ``session/notice`` of kind ``notify`` (clients surface it as a
 system notification); each webhook channel of ``[notify.channels]`` gets a POST
-in its format (``turnstoned.webhook``), tried three times. A turn may send five
+in its format (``turnstoned.net.webhook``), tried three times. A turn may send five
 notifications; one that reached nobody does not count.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from turnstoned import webhook
+from turnstoned.net import webhook
 from turnstoned.tools._lenient import is_blank
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 

@@ -3,9 +3,7 @@
 The URLs come from the user's own config.toml (or an environment variable it
 names), never from a model, a page or a workspace: they are trusted like the
 other services the user configures and are not screened for private
-addresses. This module is the one place the daemon opens outbound HTTP for a
-tool outside ``net/``; once ``net`` offers a trusted-endpoint POST that does not
-expect a JSON answer, ``post`` moves there and nothing else changes.
+addresses: unlike the fetcher's, these requests go to endpoints the user named.
 
 A delivery is tried three times: at once, after 1 s, then after 3 s more.
 A webhook URL can embed a token (Slack's do), so neither the URL nor the
