@@ -300,9 +300,9 @@ class Doctor:
                          f"check its command (or url) in {s.origin}")
 
     async def _start_mcp(self, cfg: config.Config) -> list[ServerStatus]:
-        from turnstoned.core.mcplink import make_manager
+        from turnstoned.core.build import mcp_manager
 
-        manager = make_manager(cfg)
+        manager = mcp_manager(cfg)
         await manager.start()
         try:
             await manager.wait_ready(MCP_TIMEOUT)

@@ -31,28 +31,22 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnstoned import protocol as p
-from turnstoned.config import ModelSettings, resolve_model
+from turnstoned.config import ModelSettings
 from turnstoned.core import compaction, toolset
 from turnstoned.core import messages as m
 from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import EventSink
+from turnstoned.core.handles import RefusedAgent
 from turnstoned.core.ledger import Ledger
 from turnstoned.core.pipeline import Batch, BatchSetup, call_item
 from turnstoned.core.replies import ItemStream
 from turnstoned.core.results import Budget, GuardSettings, RepeatDetector
 from turnstoned.llm.types import ModelError, ModelReply, RawToolCall
-from turnstoned.tools.base import (
-    PreparedCall,
-    SessionEnv,
-    ToolContext,
-    ToolHandle,
-    ToolOutput,
-    prepare_error,
-)
+from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolHandle, ToolOutput
 
 if TYPE_CHECKING:
-    from turnstoned.core.engine import Engine
     from turnstoned.core.session import Session
+    from turnstoned.core.sessions import Sessions
 
 IDENTITY = """# Task agent
 You are now an autonomous task agent: another agent delegated the task below to you. Carry it \
@@ -93,50 +87,37 @@ class NestedSink:
         return await self.parent.request_policy_trust(params)
 
 
-class _Refused:
-    """``task_agent`` inside a task agent: depth is one."""
-
-    name = "task_agent"
-    primary_key: str | None = "prompt"
-
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> PreparedCall:
-        return prepare_error("Error: agents cannot spawn further agents")
-
-    async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        raise AssertionError("a refused call never runs")
-
-
 class AgentHost:
-    """Runs task agents for the engine's sessions (``Services.agents``)."""
+    """Runs task agents for the daemon's sessions (``Services.agents``)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.slots = asyncio.Semaphore(engine.config.tools.max_parallel_agents)
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+        self.slots = asyncio.Semaphore(sessions.config.tools.max_parallel_agents)
 
     async def run(self, prompt: str, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        session = self.engine.sessions.get(ctx.env.session_id)
+        session = self.sessions.live.get(ctx.env.session_id)
         if session is None:
             return ToolOutput("Error: the session of this call is not open", is_error=True,
                               effect_status="none")
         ledger = Ledger()
         call.receipt = ledger.receipt
         async with self.slots:
-            return await SubAgent(self.engine, session, prompt, ctx, ledger).run()
+            return await SubAgent(self.sessions, session, prompt, ctx, ledger).run()
 
 
 class SubAgent:
     """One task agent's run: its loop, its batches, its items."""
 
-    def __init__(self, engine: Engine, session: Session, prompt: str, ctx: ToolContext,
+    def __init__(self, sessions: Sessions, session: Session, prompt: str, ctx: ToolContext,
                  ledger: Ledger) -> None:
-        self.engine, self.session, self.ledger = engine, session, ledger
+        self.sessions, self.session, self.ledger = sessions, session, ledger
         parent = session.env
         self.env = SessionEnv(
             session_id=session.id, kind="task", cwd=parent.cwd, workspace=parent.workspace,
             settings=parent.settings, read_set=set(parent.read_set), announce=parent.announce,
             services=parent.services)
-        sink = NestedSink(engine.sink, ctx.call_id)
-        tools_cfg = engine.config.tools
+        sink = NestedSink(sessions.sink, ctx.call_id)
+        tools_cfg = sessions.config.tools
         self.setup = BatchSetup(env=self.env, sink=sink, turn_id=ctx.turn_id, cancel=ctx.cancel,
                                 policy=session.policy, repeats=RepeatDetector(),
                                 guard=GuardSettings(tools_cfg.output_guard, tools_cfg.redact_secrets))
@@ -149,14 +130,16 @@ class SubAgent:
     def _handles(self) -> dict[str, ToolHandle]:
         found = toolset.build("task", self.env, toolset.SearchSettings(mode="off"))
         self.schemas = found.schemas
-        return {**found.handles, "task_agent": _Refused()}
+        return {**found.handles, "task_agent": RefusedAgent()}
 
     async def run(self) -> ToolOutput:
-        model = resolve_model(self.engine.config.model, self.session.model)
-        if isinstance(model, str):
-            return ToolOutput(f"Task error: {model}", is_error=True, effect_status="none")
+        try:
+            model = self.sessions.model(self.session.id)
+        except ModelError as exc:
+            return ToolOutput(f"Task error: {exc.message}", is_error=True, effect_status="none")
         stopped = False
-        compactor = compaction.compactor(self.session, self.engine.config, model, self.engine.sink)
+        compactor = compaction.compactor(self.session, self.sessions.config, model,
+                                         self.sessions.sink)
         try:
             answer = await self._loop(model, compactor)
         except asyncio.CancelledError:
@@ -179,7 +162,7 @@ class SubAgent:
                           summary=f"{calls} tool call{'s' if calls != 1 else ''}")
 
     async def _loop(self, model: ModelSettings, compactor: Compactor) -> str:
-        for _ in range(self.engine.config.tools.agent_max_turns):
+        for _ in range(self.sessions.config.tools.agent_max_turns):
             reply_text, raws = await self._ask(model, self.schemas, compactor)
             batch = self.batch = Batch.prepare(self.setup, self.handles, raws)
             self.history.append(m.Message(role="assistant", content=reply_text,

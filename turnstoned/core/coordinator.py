@@ -5,8 +5,8 @@ message, wait for, inspect, list, cancel and close child sessions. A child is an
 interactive session with ``parent_id`` set (``session/list`` shows it with
 ``parentSessionId``): its turns, items and approval requests reach the editor
 under its own session id like any session's. ``Coordinator`` implements the
-tools' ``Coordination`` on the engine; it only ever acts on the calling
-coordinator's own children.
+tools' ``Coordination`` on the daemon's ``Sessions``; it only ever acts on the
+calling coordinator's own children.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core.errors import EngineError
-from turnstoned.core.session import iso
+from turnstoned.core.wire import iso
 from turnstoned.tools.coordination import Child, CoordinationError
 
 if TYPE_CHECKING:
-    from turnstoned.core.engine import Engine
+    from turnstoned.core.sessions import Sessions
     from turnstoned.store import SessionRow
 
 
 class Coordinator:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
         self._changed = asyncio.Event()  # replaced after each change: waiters re-check
 
     def session_changed(self) -> None:
@@ -38,10 +38,10 @@ class Coordinator:
     # ----------------------------------------------------------- lookups
 
     def _own(self, parent: str, child: str) -> SessionRow:
-        row = self.engine.store.get_session(child)
+        row = self.sessions.store.get_session(child)
         if row is not None and row.parent_id == parent:
             return row
-        kids = self.engine.store.list_sessions(parent)
+        kids = self.sessions.store.list_sessions(parent)
         guesses = [f"{k.id} ({k.title or 'untitled'})" for k in kids
                    if k.id.startswith(child[:8]) or (k.title or "").lower() == child.lower()]
         hint = f" Did you mean {', '.join(guesses[:3])}?" if guesses else (
@@ -51,7 +51,7 @@ class Coordinator:
         raise CoordinationError(f"Error: {child} is not one of your workstreams.{hint}")
 
     def describe(self, row: SessionRow) -> Child:
-        live = self.engine.sessions.get(row.id)
+        live = self.sessions.live.get(row.id)
         if row.closed:
             state = "closed"
         elif live is not None and live.policy.awaiting:
@@ -70,21 +70,21 @@ class Coordinator:
 
     def spawn(self, parent: str, name: str | None, message: str | None,
               model: str | None) -> Child:
-        coordinator = self.engine.get(parent)
+        coordinator = self.sessions.get(parent)
         params = p.SessionStartParams(
             cwd=str(coordinator.env.cwd), model=model or coordinator.model, title=name or None,
             workspace=str(coordinator.env.workspace) if coordinator.env.workspace else None)
-        child = self.engine.start_session(params, parent_id=parent)
+        child = self.sessions.start(params, parent_id=parent)
         if message:
-            self.engine.start_turn(child.id, [message])
-        return self.describe(self.engine.row(child.id))
+            self.sessions.start_turn(child.id, [message])
+        return self.describe(self.sessions.row(child.id))
 
     def send(self, parent: str, child: str, message: str) -> Child:
         row = self._own(parent, child)
         if row.closed:
             raise CoordinationError(f"Error: workstream {child} is closed")
-        self.engine.start_turn(child, [message])
-        return self.describe(self.engine.row(child))
+        self.sessions.start_turn(child, [message])
+        return self.describe(self.sessions.row(child))
 
     async def wait(self, parent: str, children: list[str], timeout: float,
                    mode: str) -> tuple[list[Child], bool]:
@@ -94,7 +94,7 @@ class Coordinator:
         deadline = loop.time() + timeout
         while True:
             changed = self._changed  # before looking: a change from now on wakes this wait
-            found = [self.describe(self.engine.row(c)) for c in children]
+            found = [self.describe(self.sessions.row(c)) for c in children]
             settled = [c.state in ("idle", "closed") for c in found]
             if all(settled) if mode == "all" else any(settled):
                 return found, False
@@ -108,29 +108,29 @@ class Coordinator:
 
     def inspect(self, parent: str, child: str) -> tuple[Child, list[p.Item]]:
         row = self._own(parent, child)
-        live = self.engine.sessions.get(child)
+        live = self.sessions.live.get(child)
         items = live.items() if live is not None else m.to_items(
-            [m.decode(body) for body in self.engine.store.load_messages(child)])
+            [m.decode(body) for body in self.sessions.store.load_messages(child)])
         return self.describe(row), items
 
     def children(self, parent: str, include_closed: bool) -> list[Child]:
-        rows = self.engine.store.list_sessions(parent)
+        rows = self.sessions.store.list_sessions(parent)
         return [self.describe(r) for r in rows if include_closed or not r.closed]
 
     async def close(self, parent: str, child: str) -> Child:
         row = self._own(parent, child)
         if not row.closed:
-            await self.engine.close_session(child)
-        return self.describe(self.engine.row(child))
+            await self.sessions.close(child)
+        return self.describe(self.sessions.row(child))
 
     def cancel(self, parent: str, child: str) -> tuple[Child, bool]:
         row = self._own(parent, child)
-        live = self.engine.sessions.get(child)
+        live = self.sessions.live.get(child)
         running = bool(live is not None and live.running and not row.closed)
         if running:
             try:
-                self.engine.interrupt(child, None)
+                self.sessions.interrupt(child, None)
             except EngineError:  # it ended meanwhile
                 running = False
-        return self.describe(self.engine.row(child)), running
+        return self.describe(self.sessions.row(child)), running
 

@@ -1,74 +1,79 @@
-"""The engine: every session of the daemon, behind a transport-free API.
+"""The engine: the facade front ends call, behind a transport-free API.
 
-Front ends (the stdio server, ``turnstoned chat``) call these methods and
-receive events through the ``EventSink`` they pass in.
+Front ends (the stdio and resident daemon's handlers, ``turnstoned chat``
+through them) call these methods and receive events through the
+``EventSink`` they pass in. The engine builds the daemon's parts
+(``build``), hands the ``Sessions`` service to the helpers that act on
+sessions (task agents, coordinators, watches, previews) and answers the
+editor's requests, converting results to their protocol shapes (``wire``).
+No other module of core holds the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import secrets
-import time
 from pathlib import Path
 
-from turnstoned import __version__, paths, skills
+from turnstoned import __version__, skills
 from turnstoned import protocol as p
-from turnstoned.config import Config, resolve_model
-from turnstoned.core import approvallink, mcplink, weblink
-from turnstoned.core import messages as m
+from turnstoned.config import Config
+from turnstoned.core import build, wire
 from turnstoned.core.agent import AgentHost
-from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.compaction import compactor
 from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
-from turnstoned.core.session import Session, TurnState, iso, resolve_dir, session_info
-from turnstoned.core.toolset import SearchSettings
-from turnstoned.core.turn import TurnRunner
+from turnstoned.core.previews import Previews
+from turnstoned.core.session import Session
+from turnstoned.core.sessions import Sessions
 from turnstoned.core.watches import WatchDesk
+from turnstoned.llm.types import ModelError
 from turnstoned.protocol import ErrorCode
 from turnstoned.scopes import ScopeError, ScopeRef, Scopes, sessionless_refs
 from turnstoned.store import SessionRow, Store
-from turnstoned.tools.base import Services, SessionEnv, ToolSettings
+from turnstoned.tools.base import SessionEnv
 
 log = logging.getLogger(__name__)
-
-# Turns a session may start on its own (a watch fired) before the user speaks again.
-MAX_WAKES = 5
 
 
 class Engine:
     def __init__(self, config: Config, store: Store, sink: EventSink) -> None:
-        self.config = config
         self.store = store
         self.sink = sink
-        self.sessions: dict[str, Session] = {}
-        self.services = Services(store=store, data_dir=paths.data_dir(),
-                                 config_dir=paths.config_dir())
-        self.services.prompt_sections.append(self._skill_section)
-        self.mcp = mcplink.make_manager(config)
-        self.services.mcp = self.mcp
-        self.services.notify = config.notify
-        self.services.agents = AgentHost(self)
-        self.coordinator = Coordinator(self)
-        self.services.coordinator = self.coordinator
-        self.services.prompt_sections.append(self._mcp_section)
-        self.mcp.add_status_listener(lambda status: sink.notify(mcplink.status_changed(status)))
-        self.projects = mcplink.make_projects(config, store, self.mcp, sink)
-        weblink.attach(self, config)
-        self.watches = WatchDesk(self)
-        self.services.watches_changed = self.watches.runner.poke
-        self.policies = approvallink.make_book(config, store, sink)
-        self.judge = approvallink.make_judge(self)
-        self._closed = False
+        self.services = services = build.services(config, store)
+        self.mcp = services.mcp = build.mcp_manager(config)
+        self.mcp.add_status_listener(lambda status: sink.notify(wire.status_changed(status)))
+        self.projects = build.projects(config, store, self.mcp, sink)
+        self.policies = build.policy_book(config, store, sink)
+        self.sessions = sessions = Sessions(config, store, sink, services, self.policies)
+        sessions.judge = self.judge = build.judge(sessions)
+        sessions.on_opened.append(self.projects.open)
+        build.side_calls(sessions)
+        services.agents = AgentHost(sessions)
+        self.coordinator = services.coordinator = Coordinator(sessions)
+        self.watches = WatchDesk(sessions)
+        services.watches_changed = self.watches.runner.poke
+        assert services.previews is not None
+        self.previews = Previews(services.previews, sessions)
+        services.prompt_sections += [self._skill_section, self._mcp_section]
+        sessions.on_closed += [self.previews.session_closed, self.watches.session_closed,
+                               lambda _: self.coordinator.session_changed()]
+        sessions.on_turn_ended.append(lambda _: self.coordinator.session_changed())
+
+    @property
+    def config(self) -> Config:
+        return self.sessions.config
+
+    @config.setter
+    def config(self, config: Config) -> None:  # e.g. the model a first run discovered
+        self.sessions.config = config
 
     def start(self) -> None:
         """Begin background work (MCP connections, watches); call on the running event loop."""
         asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
         self.watches.runner.start()
-        weblink.sweep_previews(self)
+        self.previews.sweep()
 
     def _mcp_section(self, env: SessionEnv) -> str:
         from turnstoned.mcp.catalog import catalog_text
@@ -77,127 +82,47 @@ class Engine:
 
     def _skill_section(self, env: SessionEnv) -> str:
         """The session's loaded skill for its system message, ``{{model}}`` naming its model."""
-        live = self.sessions.get(env.session_id)
-        model = resolve_model(self.config.model, live.model if live else None)
-        return skills.prompt_section(env, "" if isinstance(model, str) else model.name)
+        try:
+            name = self.sessions.model(env.session_id).name
+        except ModelError:
+            name = ""
+        return skills.prompt_section(env, name)
 
     # ----------------------------------------------------------- sessions
 
-    def _settings(self) -> ToolSettings:
-        t, mdl = self.config.tools, self.config.model
-        return ToolSettings(
-            timeout=t.timeout, truncation=t.truncation, context_window=mdl.context_window,
-            supports_vision=mdl.supports_vision, env_passthrough=tuple(t.env_passthrough),
-            max_background_shells=t.max_background_shells,
-        )
-
-    def _open(self, row: SessionRow) -> Session:
-        store = self.store
-        env = SessionEnv(
-            session_id=row.id, kind=row.kind, cwd=Path(row.cwd), workspace=_workspace(row),
-            settings=self._settings(),
-            persisted=dict(row.state), services=self.services,
-            save_persisted=lambda state: store.update_session(row.id, state=state),
-        )
-        workspace = (env.workspace or env.cwd).resolve()
-        policy = ApprovalPolicy(
-            skip_permissions=row.skip_permissions or self.config.tools.skip_permissions,
-            grants=grants.load(row.grants),
-            configured=frozenset(self.config.tools.auto_approve_tools),
-            timeout=self.config.tools.approval_timeout_seconds,
-            on_grant=lambda saved: store.update_session(row.id, grants=sorted(saved)),
-            policies=lambda: self.policies.policies(workspace)[0], judge=self.judge,
-        )
-        session = Session(row, store, env, policy)
-        self.projects.open(env.workspace or env.cwd)
-        self.policies.open(workspace)
-        t = self.config.tools
-        session.search = SearchSettings(mode=t.search, threshold=t.search_threshold,
-                                        max_results=t.search_max_results,
-                                        native=self.config.model.native_tool_search)
-        env.notice = lambda kind, text, data: self.notice(session, kind, text, data)
-        env.announce = lambda kind, text, data: self.sink.notify(
-            p.SessionNotice(session_id=session.id, kind=kind, text=text, data=dict(data)))
-        self.sessions[row.id] = session
-        return session
-
-    def notice(self, session: Session, kind: str, text: str, data: dict[str, object],
-               keep: bool = False) -> None:
-        """A session-level event: tell the editor now, the model at the next seam (``keep``:
-        the model's copy is stored, so it survives a daemon restart until a turn folds it)."""
-        msg = m.Message(role="user", content=text, id=m.new_id("notice"), notice=kind)
-        if keep:
-            self.store.queue_input(session.id, msg.id, m.encode(msg))
-        session.queued.append(msg)
-        self.sink.notify(p.SessionNotice(session_id=session.id, kind=kind, text=text,
-                                         data=dict(data)))
-
-    def start_session(self, params: p.SessionStartParams, parent_id: str | None = None) -> Session:
-        cwd = resolve_dir(params.cwd, Path(os.getcwd()))
-        if not cwd.is_dir():
-            raise EngineError(ErrorCode.INVALID_PARAMS, f"cwd is not a directory: {cwd}")
-        workspace = resolve_dir(params.workspace, cwd) if params.workspace else None
-        now = time.time()
-        row = SessionRow(
-            id=secrets.token_hex(16), kind=params.kind, cwd=str(cwd),
-            workspace=str(workspace) if workspace else None, model=params.model,
-            title=params.title, skip_permissions=params.skip_permissions, grants=(), state={},
-            closed=False, created_at=now, updated_at=now, parent_id=parent_id,
-        )
-        self.store.create_session(row)
-        return self._open(row)
+    def start_session(self, params: p.SessionStartParams) -> Session:
+        return self.sessions.start(params)
 
     def row(self, session_id: str) -> SessionRow:
-        row = self.store.get_session(session_id)
-        if row is None:
-            raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
-        return row
+        return self.sessions.row(session_id)
 
     def get(self, session_id: str) -> Session:
         """A live session; one persisted by an earlier daemon is loaded, a closed one refused."""
-        session = self.sessions.get(session_id)
-        if session is not None:
-            return session
-        if self.row(session_id).closed:
-            raise EngineError(ErrorCode.SESSION_CLOSED,
-                              f"session {session_id!r} is closed; session/resume reopens it")
-        return self.resume(session_id)
+        return self.sessions.get(session_id)
 
     def resume(self, session_id: str) -> Session:
-        session = self.sessions.get(session_id)
-        if session is not None:
-            return session
-        row = self.row(session_id)
-        if row.closed:
-            self.store.update_session(session_id, closed=False)
-            row = self.store.get_session(session_id) or row
-        session = self._open(row)
-        summary, bodies = self.store.load_view(session_id)  # what the model read last
-        history = [m.decode(body) for body in bodies]
-        repaired = m.repair(history)
-        if len(repaired) != len(history):
-            fresh = [x for x in repaired if x not in history]
-            self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
-        session.history = ([m.decode(summary)] if summary else []) + repaired
-        session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
-        return session
+        return self.sessions.resume(session_id)
+
+    def parent_of(self, session_id: str) -> str | None:
+        """The session that spawned a live session (a coordinator's child), if any."""
+        live = self.sessions.live.get(session_id)
+        return live.row.parent_id if live is not None else None
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running in some session."""
+        return any(s.running for s in self.sessions.live.values())
 
     def list_sessions(self) -> list[p.SessionInfo]:
         out = []
         for row in self.store.list_sessions():
-            live = self.sessions.get(row.id)
-            out.append(live.info() if live else session_info(row, row.title, row.updated_at, "idle"))
+            live = self.sessions.live.get(row.id)
+            out.append(live.info() if live else wire.session_info(row, row.title, row.updated_at,
+                                                                  "idle"))
         return out
 
     async def close_session(self, session_id: str) -> None:
-        session = self.get(session_id)
-        await self._stop_turn(session)
-        await session.env.close()
-        self.store.update_session(session_id, closed=True)
-        self.sessions.pop(session_id, None)
-        weblink.remove_previews(self, session_id)
-        self.watches.session_closed(session_id)
-        self.coordinator.session_changed()
+        await self.sessions.close(session_id)
 
     async def compact(self, session_id: str) -> p.SessionCompactResult:
         """Compact a session's context now, or at its running turn's next seam."""
@@ -206,9 +131,10 @@ class Engine:
             session.compact_requested = True
             return p.SessionCompactResult(
                 status="scheduled", text="The running turn compacts the context at its next step.")
-        model = resolve_model(self.config.model, session.model)
-        if isinstance(model, str):
-            raise EngineError(ErrorCode.CONFIG_ERROR, model)
+        try:
+            model = self.sessions.model(session_id)
+        except ModelError as exc:
+            raise EngineError(ErrorCode.CONFIG_ERROR, exc.message) from exc
         event = await compactor(session, self.config, model, self.sink).run(
             "manual", None, session.toolset().schemas)
         if event is None:
@@ -219,75 +145,10 @@ class Engine:
     # ----------------------------------------------------------- turns
 
     def start_turn(self, session_id: str, texts: list[str]) -> tuple[str, bool]:
-        session = self.get(session_id)
-        text = "\n\n".join(t for t in texts if t)
-        if not text.strip():
-            raise EngineError(ErrorCode.INVALID_PARAMS, "input: at least one non-empty text item")
-        if session.turn is not None:
-            session.queue_input(text)
-            return session.turn.id, True
-        session.wakes = 0
-        # Input queued for a turn that ended first (or that a crash ended), and notices
-        # that arrived while idle, lead this turn's message (one user message: strict
-        # chat templates refuse two in a row).
-        earlier = session.take_queued()
-        content = "\n\n".join([*(q.text() for q in earlier), text])
-        message = m.Message(role="user", content=content, id=m.new_id("user"))
-        return self._launch(session, message, earlier), False
-
-    def _launch(self, session: Session, message: m.Message, folded: list[m.Message]) -> str:
-        """Commit the turn's leading message (folding ``folded`` queued ones) and start it."""
-        turn = TurnState(id=m.new_id("turn"), generation=session.generation)
-        message.turn_id = turn.id
-        session.commit([message], folded=folded)
-        session.turn = turn
-        runner = TurnRunner(session, turn, self.config, self.sink)
-        turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
-        turn.task.add_done_callback(lambda _: self._turn_ended(session, turn))
-        return turn.id
-
-    def _turn_ended(self, session: Session, turn: TurnState) -> None:
-        """Coordinators waiting for this session hear of it; a watch report that arrived as
-        the turn was ending starts the next one (unless the user stopped this one: then it
-        waits for them)."""
-        self.coordinator.session_changed()
-        if not self._closed and not turn.cancel.is_set() and self.sessions.get(session.id) is session:
-            self.wake(session)
-
-    def wake(self, session: Session) -> None:
-        """Start a turn for the watch reports queued in an idle session."""
-        queued = session.queued
-        if session.turn is not None or not any(q.notice == "watch" for q in queued):
-            return
-        if session.wakes >= MAX_WAKES:
-            log.info("session %s: %d turns started by watches in a row; waiting for the user",
-                     session.id, session.wakes)
-            return
-        session.wakes += 1
-        taken = session.take_queued()
-        notice = None if any(not q.notice for q in taken) else taken[0].notice
-        message = m.Message(role="user", content="\n\n".join(q.text() for q in taken),
-                            id=m.new_id("user"), notice=notice)
-        self._launch(session, message, taken)
+        return self.sessions.start_turn(session_id, texts)
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
-        session = self.get(session_id)
-        turn = session.turn
-        if turn is None:
-            return
-        if turn_id is not None and turn_id != turn.id:
-            raise EngineError(ErrorCode.TURN_NOT_FOUND, f"turn {turn_id!r} is not running")
-        session.generation += 1
-        turn.cancel.set()
-        if turn.task is not None:
-            turn.task.cancel()
-
-    async def _stop_turn(self, session: Session) -> None:
-        turn = session.turn
-        if turn is None or turn.task is None:
-            return
-        self.interrupt(session.id, None)
-        await asyncio.wait([turn.task], timeout=5)
+        self.sessions.interrupt(session_id, turn_id)
 
     # ----------------------------------------------------------- queries
 
@@ -326,6 +187,15 @@ class Engine:
         old, new = await asyncio.to_thread(proposal.texts)
         return p.FileChangeReadResult(path=proposal.path, old_text=old, new_text=new)
 
+    async def read_preview(self, params: p.PreviewReadParams) -> p.PreviewReadResult:
+        return await self.previews.read(params)
+
+    def watch_list(self, session_id: str | None) -> list[p.WatchInfo]:
+        return self.watches.list(session_id)
+
+    def watch_cancel(self, session_id: str, name: str) -> p.WatchCancelResult:
+        return self.watches.cancel(session_id, name)
+
     # ----------------------------------------------------------- memories and skills
 
     def _memory_places(self, scope: p.MemoryScope | None, session_id: str | None) -> list[ScopeRef]:
@@ -344,7 +214,7 @@ class Engine:
 
         found = MemoryStore(self.store).all_in(self._memory_places(scope, session_id))
         return [p.MemoryInfo(name=x.name, scope=x.scope, type=x.type, description=x.description,
-                             content=x.content, updated_at=iso(x.updated_at)) for x in found]
+                             content=x.content, updated_at=wire.iso(x.updated_at)) for x in found]
 
     def memory_delete(self, name: str, scope: p.MemoryScope, session_id: str | None) -> bool:
         from turnstoned.store.memory import MemoryStore
@@ -368,17 +238,102 @@ class Engine:
                             risk=x.risk, origin=x.origin, active=x.name == active)
                 for x in catalog.skills]
 
+    # ----------------------------------------------------------- approvals
+
+    def grant_list(self, session_id: str) -> p.GrantListResult:
+        return wire.grant_list(self.get(session_id).policy)
+
+    def grant_revoke(self, session_id: str, rule: str) -> p.GrantRevokeResult:
+        policy = self.get(session_id).policy
+        if rule not in policy.grants:
+            if rule in policy.configured:
+                raise EngineError(ErrorCode.INVALID_PARAMS,
+                                  f"{rule!r} is set in config.toml ([tools] auto_approve_tools)")
+            raise EngineError(ErrorCode.GRANT_NOT_FOUND, f"session has no grant {rule!r}")
+        policy.grants.discard(rule)
+        policy.on_grant(policy.grants)
+        return p.GrantRevokeResult(revoked=True)
+
+    def policy_list(self, session_id: str) -> p.PolicyListResult:
+        env = self.get(session_id).env
+        return self.policies.listing(Path(env.workspace or env.cwd).resolve())
+
+    def policy_trust(self, params: p.PolicyTrustParams) -> p.PolicyTrustResult:
+        """``policy/trust``: trust or revoke a workspace's policies file."""
+        from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyTrustError
+
+        if params.config_path is not None:
+            path = Path(params.config_path)
+            if not path.is_absolute() or not str(path).endswith(str(POLICY_FILE)):
+                raise EngineError(ErrorCode.INVALID_PARAMS,
+                                  f"configPath must be an absolute path to a {POLICY_FILE} file")
+            workspace = path.parent.parent
+        elif params.workspace is not None and Path(params.workspace).is_absolute():
+            workspace = Path(params.workspace)
+        else:
+            raise EngineError(ErrorCode.INVALID_PARAMS,
+                              "workspace (an absolute folder) or configPath is required")
+        try:
+            found = self.policies.set_trusted(workspace, params.trusted, params.hash)
+        except PolicyTrustError as exc:
+            raise EngineError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+        listed = self.policies.listing(found.workspace).policies
+        return p.PolicyTrustResult(workspace=str(found.workspace), config_path=str(found.path),
+                                   hash=found.hash, trusted=params.trusted,
+                                   policies=[x for x in listed if x.source == "workspace"])
+
+    # ----------------------------------------------------------- MCP
+
+    def mcp_servers(self) -> list[p.McpServerInfo]:
+        return [wire.server_info(s) for s in self.mcp.status()]
+
+    async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
+        """``mcpServer/trust``: trust or revoke the config of a workspace (or a .mcp.json)."""
+        from turnstoned.mcp.project import PROJECT_FILE
+        from turnstoned.mcp.trust import TrustError
+
+        if params.config_path is not None:
+            path = Path(params.config_path)
+            if not path.is_absolute() or path.name != PROJECT_FILE:
+                raise EngineError(ErrorCode.INVALID_PARAMS,
+                                  f"configPath must be an absolute path to a {PROJECT_FILE} file")
+            workspace = path.parent
+        elif params.workspace is not None and Path(params.workspace).is_absolute():
+            workspace = Path(params.workspace)
+        else:
+            raise EngineError(ErrorCode.INVALID_PARAMS,
+                              "workspace (an absolute folder) or configPath is required")
+        try:
+            outcome = await self.projects.set_trusted(workspace, params.trusted, params.hash)
+        except TrustError as exc:
+            raise EngineError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+        return p.McpServerTrustResult(
+            workspace=str(outcome.project.workspace), config_path=str(outcome.project.path),
+            hash=outcome.project.hash, trusted=outcome.trusted,
+            servers=[wire.server_info(s) for s in outcome.servers])
+
+    async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
+        try:
+            changes = await self.mcp.refresh(name)
+        except KeyError as exc:
+            raise EngineError(ErrorCode.MCP_SERVER_NOT_FOUND, str(exc.args[0])) from exc
+        return [wire.change_info(c) for c in changes]
+
     # ----------------------------------------------------------- the daemon
 
     async def health(self, probe: bool = False) -> p.DaemonHealthResult:
         """Version, load and model; with ``probe``, whether the model server answers."""
-        model = resolve_model(self.config.model)
+        try:
+            model = self.sessions.model()
+        except ModelError:
+            model = None
+        live = self.sessions.live.values()
         result = p.DaemonHealthResult(
-            version=__version__, protocol_version=p.PROTOCOL_VERSION, sessions=len(self.sessions),
-            running_turns=sum(1 for s in self.sessions.values() if s.running),
-            model=None if isinstance(model, str) else model.name, mcp=mcplink.health(self.mcp),
+            version=__version__, protocol_version=p.PROTOCOL_VERSION, sessions=len(live),
+            running_turns=sum(1 for s in live if s.running),
+            model=model.name if model else None, mcp=wire.mcp_health(self.mcp),
         )
-        if probe and not isinstance(model, str):
+        if probe and model is not None:
             from turnstoned.llm.discovery import list_models  # imports openai: not on startup
 
             listing = await asyncio.to_thread(list_models, model.base_url, model.api_key)
@@ -386,58 +341,33 @@ class Engine:
             result.model_error = listing.problem()
         return result
 
+    async def prewarm(self) -> None:
+        """Open the connection to the configured model's server, so a first turn finds it."""
+        from turnstoned.llm.openai_chat import prewarm  # imports openai: not on startup
+
+        try:
+            await prewarm(self.sessions.model())
+        except ModelError:
+            pass  # nothing configured: the first turn says how to configure it
+
     def terminate(self) -> None:
         """Last resort at process exit, outside any event loop: kill what sessions spawned."""
         self.watches.runner.kill_now()
-        for session in self.sessions.values():
-            session.env.kill_now()
+        self.sessions.kill_now()
         self.store.close()
-
-    def mcp_servers(self) -> list[p.McpServerInfo]:
-        return [mcplink.server_info(s) for s in self.mcp.status()]
-
-    async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
-        return await mcplink.set_trust(self.projects, params)
-
-    def grant_list(self, session_id: str) -> p.GrantListResult:
-        return approvallink.grant_list(self.get(session_id))
-
-    def grant_revoke(self, session_id: str, rule: str) -> p.GrantRevokeResult:
-        return approvallink.grant_revoke(self.get(session_id), rule)
-
-    def policy_list(self, session_id: str) -> p.PolicyListResult:
-        return self.policies.listing(approvallink.workspace_of(self.get(session_id)))
-
-    def policy_trust(self, params: p.PolicyTrustParams) -> p.PolicyTrustResult:
-        return approvallink.policy_trust(self.policies, params)
-
-    async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
-        try:
-            changes = await self.mcp.refresh(name)
-        except KeyError as exc:
-            raise EngineError(ErrorCode.MCP_SERVER_NOT_FOUND, str(exc.args[0])) from exc
-        return [mcplink.change_info(c) for c in changes]
 
     async def shutdown(self) -> None:
         """Stop watches, turns, shells and MCP servers (idempotent)."""
-        if self._closed:
+        if self.sessions.closing:
             return
-        self._closed = True
+        self.sessions.closing = True
         await self.watches.runner.close()
         await self.projects.close()
         await self.policies.close()
         await self.mcp.close()
-        await weblink.close(self)
-        for session in list(self.sessions.values()):
-            try:
-                await self.close_session_runtime(session)
-            except Exception:  # shutting down: log and keep closing the others
-                log.exception("closing session %s", session.id)
-
-    async def close_session_runtime(self, session: Session) -> None:
-        """Stop a session's turn and shells without marking it closed (daemon exit)."""
-        await self._stop_turn(session)
-        await session.env.close()
+        if self.services.web is not None:
+            await self.services.web.aclose()
+        await self.sessions.shutdown()
 
 
 def _workspace(row: SessionRow) -> Path | None:

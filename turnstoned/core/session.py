@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,7 @@ import msgspec
 
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
-from turnstoned.core import toolset
+from turnstoned.core import toolset, wire
 from turnstoned.core.approval import ApprovalPolicy
 from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
@@ -147,7 +147,7 @@ class Session:
         return m.to_items([m.decode(b) for b in bodies], notices) + waiting
 
     def info(self) -> p.SessionInfo:
-        return session_info(self.row, self.title, self.updated_at,
+        return wire.session_info(self.row, self.title, self.updated_at,
                              "running" if self.running else "idle")
 
     # ----------------------------------------------------------- tools
@@ -164,19 +164,6 @@ class Session:
         lines.append(f"Model: {model_name}. Today is {datetime.now().date().isoformat()}.")
         sections = [section(self.env) for section in self.env.services.prompt_sections]
         return "\n\n".join(["\n".join(lines), *(s for s in sections if s)])
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
-
-
-def session_info(row: SessionRow, title: str | None, updated_at: float,
-                 status: p.SessionStatus) -> p.SessionInfo:
-    return p.SessionInfo(
-        session_id=row.id, title=title, cwd=row.cwd, kind=row.kind, model=row.model,
-        created_at=iso(row.created_at), updated_at=iso(updated_at),
-        status="closed" if row.closed else status, parent_session_id=row.parent_id,
-    )
 
 
 def resolve_dir(path: str | None, default: Path) -> Path:

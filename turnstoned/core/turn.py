@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from turnstoned import protocol as p
-from turnstoned.config import Config, ModelSettings, resolve_model
+from turnstoned.config import Config, ModelSettings
 from turnstoned.core import compaction
 from turnstoned.core import messages as m
 from turnstoned.core.compaction import Compactor
@@ -35,8 +36,10 @@ log = logging.getLogger(__name__)
 
 
 class TurnRunner:
-    def __init__(self, session: Session, turn: TurnState, config: Config, sink: EventSink) -> None:
+    def __init__(self, session: Session, turn: TurnState, config: Config, sink: EventSink,
+                 model_for: Callable[[str], ModelSettings]) -> None:
         self.session, self.turn, self.config, self.sink = session, turn, config, sink
+        self.model_for = model_for  # the session's model; raises ModelError when there is none
         self.batch: Batch | None = None
         self.tools = Toolset()
         self._reply_id = ""
@@ -78,9 +81,7 @@ class TurnRunner:
                 usage=self.turn.usage if self.turn.usage.total_tokens else None))
 
     async def _loop(self) -> None:
-        model = resolve_model(self.config.model, self.session.model)
-        if isinstance(model, str):
-            raise ModelError("notConfigured", model)
+        model = self.model_for(self.session.id)
         self.session.env.settings.context_window = model.context_window
         self.session.env.settings.supports_vision = model.supports_vision
         compactor = compaction.compactor(self.session, self.config, model, self.sink)

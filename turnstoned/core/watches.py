@@ -10,9 +10,9 @@ blocklist is checked again before every poll.
 
 A poll is final when its condition held (or failed to evaluate, which the
 model must hear about), when the output changed (no condition), or when it was
-the last allowed poll. Only final polls are delivered: ``deliver`` puts the
-report into the session as model input and tells the editor (see
-``Engine.deliver_watch``); non-final polls only update the row.
+the last allowed poll. Only final polls are delivered: ``WatchDesk.deliver`` puts
+the report into the session as model input and tells the editor; non-final
+polls only update the row.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
 from turnstoned.condition import ConditionError, compile_condition, evaluate
+from turnstoned.core import wire
 from turnstoned.core.errors import EngineError
 from turnstoned.core.results import GuardSettings, guard_output
-from turnstoned.core.session import iso
 from turnstoned.envscrub import scrub_env
 from turnstoned.protocol import ErrorCode
 from turnstoned.shell.blocklist import blocked_message
@@ -42,7 +42,7 @@ from turnstoned.tools.procs import OutputCollector, ScriptProcess, start_script
 from turnstoned.tools.watch import format_duration
 
 if TYPE_CHECKING:
-    from turnstoned.core.engine import Engine
+    from turnstoned.core.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -223,38 +223,38 @@ def report(watch: Watch, count: int, output: str, code: int, reason: str) -> Rep
 
 
 class WatchDesk:
-    """The engine's side of watches: the runner, reports into sessions, the editor's requests."""
+    """The daemon's side of watches: the runner, reports into sessions, the editor's requests."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.store = WatchStore(engine.store)
-        tools = engine.config.tools
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+        self.store = WatchStore(sessions.store)
+        tools = sessions.config.tools
         self.runner = WatchRunner(
             self.store, deliver=self.deliver, cwd_of=self.cwd_of, timeout=tools.timeout,
             env=lambda: scrub_env(os.environ, passthrough=tools.env_passthrough))
 
     def cwd_of(self, session_id: str) -> Path | None:
-        live = self.engine.sessions.get(session_id)
+        live = self.sessions.live.get(session_id)
         if live is not None:
             return live.env.cwd
-        row = self.engine.store.get_session(session_id)
+        row = self.sessions.store.get_session(session_id)
         return None if row is None or row.closed else Path(row.cwd)
 
     def deliver(self, watch: Watch, found: Report) -> None:
         """Tell the editor, queue the report for the model, and wake the session if idle
         (loading it if this daemon has not yet)."""
-        row = self.engine.store.get_session(watch.session_id)
+        row = self.sessions.store.get_session(watch.session_id)
         if row is None or row.closed:
             return
-        session = self.engine.get(watch.session_id)
-        self.engine.notice(session, "watch", self._guarded(watch, found.text), found.data,
+        session = self.sessions.get(watch.session_id)
+        self.sessions.notice(session, "watch", self._guarded(watch, found.text), found.data,
                            keep=True)
-        self.engine.wake(session)
+        self.sessions.wake(session)
 
     def _guarded(self, watch: Watch, text: str) -> str:
         """The report as the model may read it: command output is untrusted like any tool
         result, so credentials are redacted and injection attempts flagged."""
-        tools = self.engine.config.tools
+        tools = self.sessions.config.tools
         out, advisory = guard_output(f'watch "{watch.name}"', ToolOutput(text),
                                      GuardSettings(tools.output_guard, tools.redact_secrets))
         return out.text() + (f"\n\n{advisory.text}" if advisory is not None else "")
@@ -265,11 +265,11 @@ class WatchDesk:
 
     def list(self, session_id: str | None) -> list[p.WatchInfo]:
         if session_id is not None:
-            self.engine.row(session_id)
-        return [watch_info(w) for w in self.store.active(session_id)]
+            self.sessions.row(session_id)
+        return [wire.watch_info(w) for w in self.store.active(session_id)]
 
     def cancel(self, session_id: str, name: str) -> p.WatchCancelResult:
-        self.engine.row(session_id)
+        self.sessions.row(session_id)
         found = self.store.find(session_id, name)
         if found is None:
             raise EngineError(ErrorCode.WATCH_NOT_FOUND, f"session {session_id!r} has no watch "
@@ -277,15 +277,6 @@ class WatchDesk:
         cancelled = found.active and self.store.deactivate(found.id, "cancelled by the user")
         if cancelled:
             self.runner.poke()
-        return p.WatchCancelResult(watch=watch_info(self.store.get(found.id) or found),
+        return p.WatchCancelResult(watch=wire.watch_info(self.store.get(found.id) or found),
                                    cancelled=cancelled)
 
-
-def watch_info(w: Watch) -> p.WatchInfo:
-    return p.WatchInfo(
-        watch_id=w.id, session_id=w.session_id, name=w.name, command=w.command,
-        interval_seconds=w.interval, stop_on=w.stop_on, max_polls=w.max_polls,
-        poll_count=w.poll_count, active=w.active, ended=w.ended,
-        next_poll_at=iso(w.next_poll) if w.active else None,
-        last_poll_at=iso(w.last_poll) if w.last_poll else None, last_exit_code=w.last_exit_code,
-        created_at=iso(w.created_at))

@@ -194,9 +194,7 @@ async def policy_trust(get_engine: GetEngine, params: p.PolicyTrustParams) -> p.
 
 @handles("preview/read")
 async def preview_read(get_engine: GetEngine, params: p.PreviewReadParams) -> p.PreviewReadResult:
-    from turnstoned.core import weblink
-
-    return await weblink.read_preview(get_engine(), params)
+    return await get_engine().read_preview(params)
 
 
 # ---------------------------------------------------------------- memories and skills
@@ -223,12 +221,12 @@ async def skill_list(get_engine: GetEngine, params: p.SkillListParams) -> p.Skil
 
 @handles("watch/list")
 async def watch_list(get_engine: GetEngine, params: p.WatchListParams) -> p.WatchListResult:
-    return p.WatchListResult(watches=get_engine().watches.list(params.session_id))
+    return p.WatchListResult(watches=get_engine().watch_list(params.session_id))
 
 
 @handles("watch/cancel")
 async def watch_cancel(get_engine: GetEngine, params: p.WatchCancelParams) -> p.WatchCancelResult:
-    return get_engine().watches.cancel(params.session_id, params.name)
+    return get_engine().watch_cancel(params.session_id, params.name)
 
 
 # ---------------------------------------------------------------- the daemon

@@ -137,7 +137,7 @@ class EngineHolder:
     def busy(self) -> bool:
         """A turn is running in some session."""
         engine = self.engine
-        return engine is not None and any(s.running for s in engine.sessions.values())
+        return engine is not None and engine.busy
 
 
 class Hub:
@@ -162,8 +162,7 @@ class Hub:
 
     def _parent_of(self, session_id: str) -> str | None:
         engine = self.holder.engine
-        live = engine.sessions.get(session_id) if engine is not None else None
-        return live.row.parent_id if live is not None else None
+        return engine.parent_of(session_id) if engine is not None else None
 
     def _configured(self, cfg: Config) -> None:
         self.max_frame = cfg.daemon.max_frame_mib << 20
@@ -194,14 +193,8 @@ class Hub:
         await asyncio.to_thread(_prewarm)
         await self.holder.settled()
         engine = self.holder.engine
-        if engine is None:
-            return
-        from turnstoned.config import resolve_model
-        from turnstoned.llm.openai_chat import prewarm
-
-        model = resolve_model(engine.config.model)
-        if not isinstance(model, str):
-            await prewarm(model)
+        if engine is not None:
+            await engine.prewarm()
 
 
 def create(overrides: dict[str, dict[str, Any]] | None = None, hub: Hub | None = None) -> Daemon:

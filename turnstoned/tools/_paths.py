@@ -48,11 +48,6 @@ class Place:
         return "".join(parts)
 
 
-def workspace_root(env: SessionEnv) -> str:
-    """The real path of the session's workspace folder, else of its cwd."""
-    return os.path.realpath(env.workspace or env.cwd)
-
-
 def place(env: SessionEnv, given: str) -> Place:
     """Where ``given`` (relative to the session's cwd, ``~`` expanded) really leads."""
     absolute = env.resolve(given)
@@ -61,7 +56,7 @@ def place(env: SessionEnv, given: str) -> Place:
         given=given,
         real=real,
         linked=real != os.path.normpath(absolute),
-        inside=within(real, workspace_root(env)),
+        inside=within(real, env.workspace_root()),
         credential=is_credential(real),
     )
 

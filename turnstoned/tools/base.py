@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,6 +261,10 @@ class SessionEnv:
         """A user-supplied path made absolute against the session's cwd (``~`` expanded)."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else self.cwd / p
+
+    def workspace_root(self) -> str:
+        """The real path (symlinks resolved) of the workspace folder, else of the cwd."""
+        return os.path.realpath(self.workspace or self.cwd)
 
     def output_cap(self) -> int:
         """The per-result char cap for a tool's own output (before the budget guard)."""

@@ -22,7 +22,6 @@ from turnstoned.places import credential_roots
 from turnstoned.shell import where as ip
 from turnstoned.shell.read import Word
 from turnstoned.shell.where import Where
-from turnstoned.tools._paths import workspace_root
 from turnstoned.tools.base import PreparedCall, SessionEnv
 
 
@@ -87,7 +86,7 @@ def verdict_of(hits: dict[str, str]) -> p.Verdict:
 
 
 def where(env: SessionEnv) -> Where:
-    return Where(cwd=os.path.realpath(env.cwd), workspace=workspace_root(env),
+    return Where(cwd=os.path.realpath(env.cwd), workspace=env.workspace_root(),
                  home=os.path.expanduser("~"), credentials=credential_roots())
 
 
