@@ -198,3 +198,37 @@ def test_a_package_circle_is_reported() -> None:
     sources["turnstoned.search.bm25"] = (text + "\nfrom turnstoned.skills import catalog\n",
                                          is_package)
     assert any(v.startswith("package circle:") for v in violations(sources))
+
+
+def client_graph(root: Path, pattern: str, resolve: object) -> dict[str, set[str]]:
+    import re
+
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".lua", ".ts") or "node_modules" in path.parts:
+            continue
+        name = str(path.relative_to(root))
+        graph[name] = set()
+        for spec in re.findall(pattern, path.read_text()):
+            target = resolve(path, spec)  # type: ignore[operator]
+            if target is not None and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def test_the_clients_modules_import_each_other_in_no_circle() -> None:
+    neovim = ROOT / "clients" / "neovim" / "lua"
+
+    def lua(path: Path, spec: str) -> str | None:
+        found = neovim / (spec.replace(".", "/") + ".lua")
+        found = found if found.exists() else neovim / spec.replace(".", "/") / "init.lua"
+        return str(found.relative_to(neovim)) if found.exists() else None
+
+    vscode = ROOT / "clients" / "vscode" / "src"
+
+    def ts(path: Path, spec: str) -> str | None:
+        found = (path.parent / spec).resolve().with_suffix(".ts")
+        return str(found.relative_to(vscode)) if found.exists() else None
+
+    assert circles(client_graph(neovim, r"require[( ]'(turnstoned[\w.]*)'", lua)) == []
+    assert circles(client_graph(vscode, r"from \"(\.{1,2}/[^\"]+)\"", ts)) == []

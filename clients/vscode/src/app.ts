@@ -1,6 +1,6 @@
 /** Wires the extension together over a Host; `extension.ts` calls `startApp` and nothing else. */
 import { ApprovalBroker } from "./approvals";
-import { attachment } from "./chat/attachments";
+import { attachment } from "./messages/attachments";
 import { ChatController } from "./chat";
 import { daemonFeatures, type DaemonFeatures } from "./client";
 import { rpcError } from "./connection";

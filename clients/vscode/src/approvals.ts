@@ -1,24 +1,8 @@
 /** Pending approval cycles: asked by the daemon, answered by the user, cleared when stale. */
 import type { CancelToken } from "./connection";
 import { Emitter } from "./events";
+import type { ApprovalAnswer, CallAnswer, ClearReason } from "./messages/chat";
 import type { ApprovalRequestItem, ApprovalRequestParams, ApprovalResolved, ApprovalResponse, Decision } from "./protocol";
-
-/** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
-export interface CallAnswer {
-  decision: Decision;
-  feedback?: string;
-  arguments?: Record<string, unknown>;
-}
-
-/** What the user answered for one cycle (`calls` decides single calls, when the daemon allows). */
-export interface ApprovalAnswer {
-  decision: Decision;
-  feedback?: string;
-  calls?: Record<string, CallAnswer>;
-}
-
-/** Why a pending cycle stopped being pending. */
-export type ClearReason = "answered" | "resolved" | "withdrawn";
 
 export type ApprovalChange =
   | { kind: "added"; cycle: ApprovalRequestParams }

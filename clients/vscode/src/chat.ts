@@ -2,7 +2,7 @@
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
 import { daemonFeatures, type TurnstonedClient } from "./client";
-import type { Attachment, FromWebview, ToWebview } from "./chat/messages";
+import type { Attachment, FromWebview, ToWebview } from "./messages/chat";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
 import type { ChatView, Folder, Host } from "./host";

@@ -6,7 +6,7 @@ import type {
   ApprovalRequestParams,
   ApprovalResponse,
   DaemonHealthResult,
-  DaemonNotifications,
+  DaemonEvent,
   FileChangeReadResult,
   GrantInfo,
   McpServerInfo,
@@ -31,8 +31,6 @@ import type {
 } from "./protocol";
 import { Method } from "./protocol";
 
-/** One notification from the daemon, discriminated by its method. */
-export type DaemonEvent = { [M in NotificationName]: { method: M; params: DaemonNotifications[M] } }[NotificationName];
 
 /** The notifications the client forwards; a daemon may send others, which are ignored. */
 export const FORWARDED: readonly NotificationName[] = [

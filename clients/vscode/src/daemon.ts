@@ -1,6 +1,7 @@
 /** The daemon's lifecycle: start through the host, watch it, restart, explain failures. */
 import type { ApprovalBroker } from "./approvals";
-import { TurnstonedClient, type DaemonEvent } from "./client";
+import { TurnstonedClient } from "./client";
+import type { DaemonEvent } from "./protocol";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail, type Problem } from "./launch";

@@ -2,11 +2,11 @@
  * What the extension needs from VS Code, as plain interfaces. `vsc.ts` implements them (and is
  * the only module that imports `vscode`); everything else takes a Host and runs in Node too.
  */
-import type { Excerpt } from "./chat/attachments";
-import type { FromWebview, ToWebview } from "./chat/messages";
+import type { Excerpt } from "./messages/attachments";
+import type { FromWebview, ToWebview } from "./messages/chat";
 import type { Connection, Disposable } from "./connection";
 import type { Launch } from "./launch";
-import type { FromPreview, ToPreview } from "./preview/messages";
+import type { FromPreview, ToPreview } from "./messages/preview";
 import type { PreviewKind } from "./protocol";
 import type { Settings } from "./settings";
 

@@ -4,7 +4,7 @@
  */
 import { rpcError } from "./connection";
 import type { Host, PreviewPanel } from "./host";
-import type { PreviewInfo, ToPreview } from "./preview/messages";
+import type { PreviewInfo, ToPreview } from "./messages/preview";
 import type { PreviewKind, PreviewOpen, PreviewReadResult } from "./protocol";
 
 /** Bytes asked for per `preview/read`: a PDF of 32 MiB travels in 32 frames, not one. */

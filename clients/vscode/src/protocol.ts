@@ -931,6 +931,9 @@ export interface LspNotifications {
   "window/showMessage": ShowMessageParams;
 }
 
+/** One notification from the daemon, discriminated by its method. */
+export type DaemonEvent = { [M in keyof DaemonNotifications]: { method: M; params: DaemonNotifications[M] } }[keyof DaemonNotifications];
+
 /** JSON-RPC error codes; `data.kind` of an error carries the name. */
 export const ErrorCode = {
   PARSE_ERROR: -32700,

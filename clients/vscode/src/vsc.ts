@@ -2,14 +2,14 @@
 import { spawn } from "node:child_process";
 import * as vscode from "vscode";
 import { CloseAction, ErrorAction, LanguageClient, RevealOutputChannelOn } from "vscode-languageclient/node";
-import type { Excerpt } from "./chat/attachments";
-import { chatHtml, makeNonce } from "./chat/html";
-import type { FromWebview } from "./chat/messages";
+import type { Excerpt } from "./messages/attachments";
+import { chatHtml, makeNonce } from "./messages/html";
+import type { FromWebview } from "./messages/chat";
 import type { Connection } from "./connection";
 import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, PreviewPanel, PreviewPanelHooks, TreeNode } from "./host";
 import type { Launch } from "./launch";
-import { previewHtml } from "./preview/html";
-import type { FromPreview } from "./preview/messages";
+import { previewHtml } from "./messages/html";
+import type { FromPreview } from "./messages/preview";
 import type { PreviewKind } from "./protocol";
 import { readSettings, SETTINGS_SECTION, type Settings } from "./settings";
 

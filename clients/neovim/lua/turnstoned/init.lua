@@ -112,11 +112,7 @@ end
 ---@return boolean interrupted whether a turn was running
 function M.interrupt()
   wire()
-  local sent = require('turnstoned.session').interrupt()
-  if not sent then
-    vim.notify('turnstoned: no turn is running', vim.log.levels.INFO)
-  end
-  return sent
+  return require('turnstoned.session').interrupt()
 end
 
 --- Pick a session to resume (its history is redrawn) or start a new one.
@@ -189,7 +185,7 @@ end
 --- Show a preview the model opened in the current chat (pick one when there are several).
 function M.preview()
   wire()
-  require('turnstoned.preview').pick()
+  require('turnstoned.preview').pick(require('turnstoned.session').peek())
 end
 
 --- Show the plugin's log and the daemon's stderr.

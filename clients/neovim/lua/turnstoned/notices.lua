@@ -4,6 +4,13 @@
 --- they look the same; what the model says next starts under a new heading.
 local M = {}
 
+--- A token count as the winbar and the notices say it: 950, 32.8k.
+---@param n integer
+---@return string
+function M.short(n)
+  return n >= 1000 and ('%.1fk'):format(n / 1000) or tostring(n)
+end
+
 local FENCE = '````'
 
 ---@param text? string
@@ -60,7 +67,7 @@ local compactions = 0
 ---@param chat turnstoned.Chat
 ---@param p turnstoned.SessionCompacted
 function M.compacted(chat, p)
-  local short = require('turnstoned.ui').short
+  local short = M.short
   local line = p.text
   if p.mode == 'summary' then
     line = ('%d earlier messages summarised · context %s → %s tokens of %s'):format(p.messages,

@@ -114,9 +114,9 @@ function M.show(p)
     end)
 end
 
---- Show the current chat's preview; with several, pick one (newest first).
-function M.pick()
-  local chat = require('turnstoned.session').peek()
+--- Show a preview of `chat`; with several, pick one (newest first).
+---@param chat? turnstoned.Chat
+function M.pick(chat)
   local previews = chat and chat.previews or {}
   if #previews == 0 then
     return notify('the model has opened no preview in this chat')

@@ -13,8 +13,9 @@ local chats = {}
 ---@type turnstoned.Chat?
 local current
 
+--- Tell whoever draws chat state (the winbar, a statusline) that it changed.
 local function refresh()
-  require('turnstoned.ui').refresh()
+  vim.api.nvim_exec_autocmds('User', { pattern = 'TurnstonedChanged', modeline = false })
 end
 
 --- The chat shown by `:Turnstoned` (a new, session-less one until a prompt is sent).
@@ -249,6 +250,7 @@ end
 function M.interrupt()
   local chat = current
   if not (chat and chat.sid and (chat.running or chat.turn_id)) then
+    vim.notify('turnstoned: no turn is running', vim.log.levels.INFO)
     return false
   end
   client.request(methods.turn_interrupt, { sessionId = chat.sid, turnId = chat.turn_id },

@@ -1,5 +1,6 @@
 --- The chat window, the prompt window under it, their keymaps and the winbar.
 local config = require('turnstoned.config')
+local session = require('turnstoned.session')
 
 local api = vim.api
 local M = {}
@@ -46,13 +47,7 @@ function M.decorate(win)
   wo.fillchars = 'fold: ,eob: '
 end
 
---- A token count as the winbar says it: 950, 32.8k.
----@param n integer
----@return string
-function M.short(n)
-  return n >= 1000 and ('%.1fk'):format(n / 1000) or tostring(n)
-end
-local short = M.short
+local short = require('turnstoned.notices').short
 
 --- What the winbar and the statusline component say about a chat.
 ---@param chat? turnstoned.Chat
@@ -77,7 +72,7 @@ end
 ---@return string
 function M.winbar()
   local win = vim.g.statusline_winid or api.nvim_get_current_win()
-  local chat = require('turnstoned.session').by_buf(api.nvim_win_get_buf(win))
+  local chat = session.by_buf(api.nvim_win_get_buf(win))
   local title = chat and (chat.title or (chat.sid and chat.sid:sub(1, 12))) or 'new chat'
   local state, usage = M.describe(chat)
   local right = usage ~= '' and (chat.running and (state .. ' · ' .. usage) or usage) or state
@@ -95,6 +90,14 @@ function M.refresh()
     vim.cmd('redrawstatus!')
   end
 end
+
+api.nvim_create_autocmd('User', {
+  group = api.nvim_create_augroup('turnstoned.ui', { clear = true }),
+  pattern = 'TurnstonedChanged',
+  callback = function()
+    M.refresh()
+  end,
+})
 
 ---@param buf integer
 ---@param lhs string|false
@@ -115,15 +118,13 @@ function M.send_prompt()
     return
   end
   api.nvim_buf_set_lines(buf, 0, -1, false, {})
-  require('turnstoned.session').send(text)
+  session.send(text)
 end
 
 ---@param buf integer
 local function chat_keymaps(buf)
   local keys = config.get().keymaps
-  map(buf, keys.interrupt, 'n', function()
-    require('turnstoned').interrupt()
-  end, 'turnstoned: interrupt the turn')
+  map(buf, keys.interrupt, 'n', session.interrupt, 'turnstoned: interrupt the turn')
   map(buf, keys.close, 'n', M.close, 'turnstoned: close the chat')
 end
 

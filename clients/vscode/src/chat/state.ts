@@ -2,7 +2,7 @@
  * The chat transcript as the webview shows it: a pure reducer over daemon events, approval
  * requests and history items. No DOM here, so it is tested in Node.
  */
-import type { DaemonEvent } from "../client";
+import type { DaemonEvent } from "../protocol";
 import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, PreviewKind, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
 import { errorHint } from "./hints";
 

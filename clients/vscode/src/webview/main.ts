@@ -1,7 +1,7 @@
 /** The chat webview: applies host messages to the transcript state and draws it once per frame. */
-import type { ApprovalAnswer } from "../approvals";
-import { composePrompt } from "../chat/attachments";
-import type { Attachment, FromWebview, ToWebview } from "../chat/messages";
+import type { ApprovalAnswer } from "../messages/chat";
+import { composePrompt } from "../messages/attachments";
+import type { Attachment, FromWebview, ToWebview } from "../messages/chat";
 import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, walk, type ChatState, type ToolEntry } from "../chat/state";
 import type { Decision } from "../protocol";
 import { h, setText, toggle } from "./dom";

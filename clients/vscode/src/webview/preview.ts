@@ -4,8 +4,8 @@
  * a sandboxed frame under the daemon's policy, and nothing is fetched from anywhere.
  */
 import DOMPurify from "dompurify";
-import type { FromPreview, PreviewInfo, ToPreview } from "../preview/messages";
-import { parseTable } from "../preview/table";
+import type { FromPreview, PreviewInfo, ToPreview } from "../messages/preview";
+import { parseTable } from "./table";
 import { h, setText } from "./dom";
 import { renderMarkdown } from "./markdown";
 import { renderPdf } from "./pdf";

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Page } from "playwright-core";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { FromWebview, ToWebview } from "../../src/chat/messages";
+import type { FromWebview, ToWebview } from "../../src/messages/chat";
 import { browserRig, postAll } from "../support/page";
 
 const ARTIFACTS = path.resolve(__dirname, "../artifacts");

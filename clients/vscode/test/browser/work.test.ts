@@ -7,8 +7,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Page } from "playwright-core";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { FromWebview, ToWebview } from "../../src/chat/messages";
-import type { FromPreview, PreviewInfo, ToPreview } from "../../src/preview/messages";
+import type { FromWebview, ToWebview } from "../../src/messages/chat";
+import type { FromPreview, PreviewInfo, ToPreview } from "../../src/messages/preview";
 import type { PreviewKind } from "../../src/protocol";
 import { browserRig, postAll } from "../support/page";
 

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, beforeEach } from "vitest";
 import { startApp, type App } from "../../src/app";
-import type { ToWebview } from "../../src/chat/messages";
+import type { ToWebview } from "../../src/messages/chat";
 import { applyApproval, applyEvent, clearCycle, decideCall, emptyState, fromHistory, type ChatState } from "../../src/chat/state";
 import type { Settings } from "../../src/settings";
 import { REPO, startModel, tempDir, type ModelServer } from "./daemon";

@@ -1,5 +1,6 @@
 /** Test support: collect a client's events and wait for one, bounded. */
-import type { DaemonEvent, TurnstonedClient } from "../../src/client";
+import type { TurnstonedClient } from "../../src/client";
+import type { DaemonEvent } from "../../src/protocol";
 import type { DaemonNotifications } from "../../src/protocol";
 
 export class EventLog {

@@ -2,11 +2,11 @@
  * Test support: a Host that stands in for VS Code's UI (it records what would be shown and
  * answers prompts from a script) while starting the real daemon as a real process.
  */
-import type { Excerpt } from "../../src/chat/attachments";
-import type { FromWebview, ToWebview } from "../../src/chat/messages";
+import type { Excerpt } from "../../src/messages/attachments";
+import type { FromWebview, ToWebview } from "../../src/messages/chat";
 import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, PreviewPanel, PreviewPanelHooks, TreeNode } from "../../src/host";
 import type { Launch } from "../../src/launch";
-import type { ToPreview } from "../../src/preview/messages";
+import type { ToPreview } from "../../src/messages/preview";
 import type { PreviewKind } from "../../src/protocol";
 import type { Settings } from "../../src/settings";
 import { connectDaemon, type RunningDaemon } from "./daemon";

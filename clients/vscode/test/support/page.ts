@@ -9,8 +9,8 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
-import { chatHtml } from "../../src/chat/html";
-import { previewHtml } from "../../src/preview/html";
+import { chatHtml } from "../../src/messages/html";
+import { previewHtml } from "../../src/messages/html";
 import type { PreviewKind } from "../../src/protocol";
 
 const ROOT = path.resolve(__dirname, "../..");

@@ -2,9 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { daemonFeatures } from "../../src/client";
 import type { PreviewPanelHooks } from "../../src/host";
-import { previewHtml, previewPolicy } from "../../src/preview/html";
-import type { ToPreview } from "../../src/preview/messages";
-import { parseDelimited, parseTable } from "../../src/preview/table";
+import { previewHtml, previewPolicy } from "../../src/messages/html";
+import type { ToPreview } from "../../src/messages/preview";
+import { parseDelimited, parseTable } from "../../src/webview/table";
 import { byteLength, PreviewController, sourceTarget } from "../../src/previews";
 import type { PreviewReadResult, SessionInfo, WatchInfo } from "../../src/protocol";
 import { sessionNodes } from "../../src/sessions";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, toolCard, walk, type ToolEntry } from "../../src/chat/state";
-import type { DaemonEvent } from "../../src/client";
+import type { DaemonEvent } from "../../src/protocol";
 import type { ToolCallItem } from "../../src/protocol";
 
 const S = "s1";

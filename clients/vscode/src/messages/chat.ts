@@ -1,7 +1,22 @@
 /** Messages between the extension host and the chat webview. */
-import type { ApprovalAnswer, ClearReason } from "../approvals";
-import type { DaemonEvent } from "../client";
-import type { ApprovalRequestParams, Decision, Item } from "../protocol";
+import type { ApprovalRequestParams, DaemonEvent, Decision, Item } from "../protocol";
+
+/** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
+export interface CallAnswer {
+  decision: Decision;
+  feedback?: string;
+  arguments?: Record<string, unknown>;
+}
+
+/** What the user answered for one cycle (`calls` decides single calls, when the daemon allows). */
+export interface ApprovalAnswer {
+  decision: Decision;
+  feedback?: string;
+  calls?: Record<string, CallAnswer>;
+}
+
+/** Why a pending cycle stopped being pending. */
+export type ClearReason = "answered" | "resolved" | "withdrawn";
 
 /** Something put into the next prompt by "Add selection/file to chat". */
 export interface Attachment {

@@ -1,4 +1,8 @@
-/** The chat webview's HTML: one nonce'd script, one stylesheet, a strict Content-Security-Policy. */
+/**
+ * The webview pages' HTML (the chat and a preview panel): one nonce'd script, one stylesheet, a
+ * strict Content-Security-Policy, no network.
+ */
+import type { PreviewKind } from "../protocol";
 
 export interface PageSources {
   /** The webview's `cspSource` (which origins its resources come from). */
@@ -66,4 +70,24 @@ export function chatHtml(src: PageSources): string {
     <button id="send" title="Send (Enter)">Send</button>
   </div>
 </footer>`);
+}
+
+/**
+ * Nothing is fetched: images are data: URIs, the PDF renderer runs in the page. A web page is
+ * shown in a sandboxed frame that inherits this policy (and adds the daemon's), so inline
+ * styles are allowed for that kind only.
+ */
+export function previewPolicy(cspSource: string, nonce: string, kind: PreviewKind): string {
+  return [
+    "default-src 'none'",
+    "img-src data: blob:",
+    `style-src ${cspSource}${kind === "web" ? " 'unsafe-inline'" : ""}`,
+    "font-src data:",
+    `script-src 'nonce-${nonce}'`,
+  ].join("; ");
+}
+
+export function previewHtml(src: PageSources, kind: PreviewKind, title: string): string {
+  return webviewPage(src, previewPolicy(src.cspSource, src.nonce, kind), title, `<header id="head"></header>
+<main id="content" aria-live="polite"></main>`);
 }

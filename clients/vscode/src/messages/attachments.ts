@@ -1,5 +1,5 @@
 /** Formatting of "Add selection / file to chat" attachments into prompt text. */
-import type { Attachment } from "./messages";
+import type { Attachment } from "./chat";
 
 export interface Excerpt {
   /** Path relative to the workspace folder (or absolute outside one). */
