@@ -139,9 +139,9 @@ def render_typescript(schema: Schema, aliases: dict[str, Schema]) -> str:
             else:
                 out.append(f"  {_literal(m)}: {shape(entry, 'params')};")
         out += ["}", ""]
-    out += ["/** One notification from the daemon, discriminated by its method. */",
-            "export type DaemonEvent = { [M in keyof DaemonNotifications]: "
-            "{ method: M; params: DaemonNotifications[M] } }[keyof DaemonNotifications];", ""]
+    event = ("export type DaemonEvent = { [M in keyof DaemonNotifications]: "
+             "{ method: M; params: DaemonNotifications[M] } }[keyof DaemonNotifications];")
+    out += ["/** One notification from the daemon, discriminated by its method. */", event, ""]
     out.append("/** JSON-RPC error codes; `data.kind` of an error carries the name. */")
     out.append("export const ErrorCode = {")
     out += [f"  {name}: {e['code']}," for name, e in schema["errors"].items()]

@@ -1,6 +1,7 @@
-"""A small async client for scripts and tests: speaks protocol v1 to a daemon it spawns
-(``Client.spawn``) or to this user's resident daemon (``Client.attach``, which starts it
-when none runs).
+"""The Python client for scripts and tests: protocol v1 to a spawned or resident daemon.
+
+It speaks to a daemon it spawns (``Client.spawn``) or to this user's resident
+daemon (``Client.attach``, which starts it when none runs).
 
     async with await Client.attach() as c:
         sid = await c.start_session(cwd=".")

@@ -1,5 +1,5 @@
 """The package's import rules hold, for every import: at the top, inside functions and under
-TYPE_CHECKING (docs/protocol.md, "Architecture").
+TYPE_CHECKING (docs/architecture.md).
 
 Layers, each importing only from its own layer or below: cli > daemon > core > tools >
 leaf packages > shared leaves > protocol. Only daemon/ imports pygls and lsprotocol, only

@@ -1,4 +1,6 @@
-"""Commands that are not the daemon: the command line (``main``), the stdio bridge to the
-resident daemon (``attach``), the headless client (``chat``) and the setup check
-(``doctor``). Each imports only what it uses: ``attach`` and ``chat`` start in tens of
-milliseconds."""
+"""Commands that are not the daemon: the command line, attach, chat and doctor.
+
+``main`` parses the command line; ``attach`` is the stdio bridge to the resident
+daemon, ``chat`` the headless client, ``doctor`` the setup check. Each imports
+only what it uses: ``attach`` and ``chat`` start in tens of milliseconds.
+"""

@@ -1,5 +1,8 @@
-"""The engine's services, built from the configuration: MCP, project trust, policies, the
-judge, and what the tools get (web access, previews, a side call to a session's model)."""
+"""The engine's services, built from the configuration.
+
+MCP, project trust, policies, the judge, and what the tools get (web access,
+previews, a side call to a session's model).
+"""
 
 from __future__ import annotations
 

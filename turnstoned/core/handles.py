@@ -1,7 +1,9 @@
-"""Every tool-handle type of the engine: what the pipeline calls besides a built-in
-tool module (``tools.ToolSpec.handle``): an MCP server's tool, the synthetic
-``tool_search`` over deferred MCP tools, and ``task_agent`` refused inside a
-task agent."""
+"""Every tool-handle type of the engine, besides a built-in tool module's.
+
+What the pipeline calls: an MCP server's tool, the synthetic ``tool_search``
+over deferred MCP tools, and ``task_agent`` refused inside a task agent (a
+built-in tool module's handle is ``tools.ToolSpec.handle``).
+"""
 
 from __future__ import annotations
 

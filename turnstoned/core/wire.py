@@ -1,6 +1,6 @@
 """Domain objects in their protocol shapes: what the facade returns and events carry.
 
-The rule (docs/protocol.md, "Architecture"): core builds protocol structs only
+The rule (docs/architecture.md, "Wire and domain"): core builds protocol structs only
 for what crosses its edge, here or where it emits an event; its own state is
 domain objects (rows, records, MCP statuses), converted in this module.
 """

@@ -1,4 +1,4 @@
-"""The built-in tool registry.
+"""The built-in tools: one JSON schema and one module per tool, and their registry.
 
 Every ``*.json`` here is loaded sorted by file name; each must have a module of
 the same name (and each module a JSON, except helpers named ``_*`` and the ``SHARED``
