@@ -13,25 +13,28 @@ from turnstoned import paths
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_entry
 from turnstoned.core import wire
+from turnstoned.core.approval.judge import Judge, JudgeSettings
+from turnstoned.core.approval.policy_files import PolicyBook
 from turnstoned.core.events import EventSink
+from turnstoned.envscrub import scrub_env
 from turnstoned.llm.types import ModelError
+from turnstoned.mcp.config import load_servers
+from turnstoned.mcp.manager import MCPManager
+from turnstoned.mcp.trust import ProjectTrust
+from turnstoned.net.services import from_config
+from turnstoned.store.previews import PreviewStore
+from turnstoned.store.trust import TrustStore
 from turnstoned.tools.base import Services
 
 if TYPE_CHECKING:
-    from turnstoned.core.approval.judge import Judge
-    from turnstoned.core.approval.policy_files import PolicyBook
     from turnstoned.core.sessions import Sessions
-    from turnstoned.mcp.manager import MCPManager
-    from turnstoned.mcp.trust import ProjectTrust, Question
+    from turnstoned.mcp.trust import Question
     from turnstoned.store import Store
     from turnstoned.store.previews import PreviewRecord
 
 
 def services(config: Config, store: Store) -> Services:
     """What tools may use, before the engine's own parts join (agents, coordination)."""
-    from turnstoned.net.services import from_config
-    from turnstoned.store.previews import PreviewStore
-
     return Services(store=store, data_dir=paths.data_dir(), config_dir=paths.config_dir(),
                     notify=config.notify, web=from_config(config),
                     previews=PreviewStore(paths.data_dir() / "previews"))
@@ -39,10 +42,6 @@ def services(config: Config, store: Store) -> Services:
 
 def mcp_manager(config: Config) -> MCPManager:
     """A manager for the servers of config.toml and the --mcp-config / [mcp] config_path file."""
-    from turnstoned.envscrub import scrub_env
-    from turnstoned.mcp.config import load_servers
-    from turnstoned.mcp.manager import MCPManager
-
     path = Path(config.mcp.config_path).expanduser() if config.mcp.config_path else None
     specs, issues = load_servers(config.mcp.servers, mcp_config_path=path)
     passthrough = tuple(config.tools.env_passthrough)
@@ -55,9 +54,6 @@ def mcp_manager(config: Config) -> MCPManager:
 
 def projects(config: Config, store: Store, manager: MCPManager, sink: EventSink) -> ProjectTrust:
     """Project ``.mcp.json`` files, started once the user trusts them (``[mcp] project_config``)."""
-    from turnstoned.mcp.trust import ProjectTrust
-    from turnstoned.store.trust import TrustStore
-
     async def ask(question: Question) -> str | None:
         answer = await sink.request_mcp_trust(wire.trust_request(question))
         return answer.decision if answer is not None else None
@@ -67,9 +63,6 @@ def projects(config: Config, store: Store, manager: MCPManager, sink: EventSink)
 
 def policy_book(config: Config, store: Store, sink: EventSink) -> PolicyBook:
     """The tool policies of config.toml, and the user's trust in workspace policy files."""
-    from turnstoned.core.approval.policy_files import PolicyBook
-    from turnstoned.store.trust import TrustStore
-
     async def ask(question: p.PolicyTrustRequestParams) -> str | None:
         answer = await sink.request_policy_trust(question)
         return answer.decision if answer is not None else None
@@ -80,8 +73,6 @@ def policy_book(config: Config, store: Store, sink: EventSink) -> PolicyBook:
 
 def judge(sessions: Sessions) -> Judge | None:
     """The judge ``[judge]`` asks for (None when it is off)."""
-    from turnstoned.core.approval.judge import Judge, JudgeSettings
-
     cfg = sessions.config.judge
     if not (cfg.enabled or cfg.smart_approvals):
         return None

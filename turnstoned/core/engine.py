@@ -17,9 +17,11 @@ from pathlib import Path
 
 from turnstoned import __version__, skills
 from turnstoned import protocol as p
+from turnstoned import tools as registry
 from turnstoned.config import Config
 from turnstoned.core import build, wire
 from turnstoned.core.agent import AgentHost
+from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyTrustError
 from turnstoned.core.compaction import compactor
 from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
@@ -29,9 +31,13 @@ from turnstoned.core.session import Session
 from turnstoned.core.sessions import Sessions
 from turnstoned.core.watches import WatchDesk
 from turnstoned.llm.types import ModelError
+from turnstoned.mcp.catalog import catalog_text
+from turnstoned.mcp.project import PROJECT_FILE
+from turnstoned.mcp.trust import TrustError
 from turnstoned.protocol import ErrorCode
 from turnstoned.scopes import ScopeError, ScopeRef, Scopes, sessionless_refs
 from turnstoned.store import SessionRow, Store
+from turnstoned.store.memory import MemoryStore
 from turnstoned.tools.base import SessionEnv
 
 log = logging.getLogger(__name__)
@@ -76,8 +82,6 @@ class Engine:
         self.previews.sweep()
 
     def _mcp_section(self, env: SessionEnv) -> str:
-        from turnstoned.mcp.catalog import catalog_text
-
         return catalog_text(self.mcp)
 
     def _skill_section(self, env: SessionEnv) -> str:
@@ -153,8 +157,6 @@ class Engine:
     # ----------------------------------------------------------- queries
 
     def tool_list(self, session_id: str | None) -> list[p.ToolInfo]:
-        from turnstoned import tools as registry
-
         specs = registry.registry()
         mcp_tools = self.mcp.tools()
         if session_id is None:
@@ -210,15 +212,11 @@ class Engine:
             raise EngineError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
 
     def memory_list(self, scope: p.MemoryScope | None, session_id: str | None) -> list[p.MemoryInfo]:
-        from turnstoned.store.memory import MemoryStore
-
         found = MemoryStore(self.store).all_in(self._memory_places(scope, session_id))
         return [p.MemoryInfo(name=x.name, scope=x.scope, type=x.type, description=x.description,
                              content=x.content, updated_at=wire.iso(x.updated_at)) for x in found]
 
     def memory_delete(self, name: str, scope: p.MemoryScope, session_id: str | None) -> bool:
-        from turnstoned.store.memory import MemoryStore
-
         refs = self._memory_places(scope, session_id)
         if not refs:
             raise EngineError(ErrorCode.INVALID_PARAMS, "that session has no project scope "
@@ -260,8 +258,6 @@ class Engine:
 
     def policy_trust(self, params: p.PolicyTrustParams) -> p.PolicyTrustResult:
         """``policy/trust``: trust or revoke a workspace's policies file."""
-        from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyTrustError
-
         if params.config_path is not None:
             path = Path(params.config_path)
             if not path.is_absolute() or not str(path).endswith(str(POLICY_FILE)):
@@ -289,9 +285,6 @@ class Engine:
 
     async def mcp_trust(self, params: p.McpServerTrustParams) -> p.McpServerTrustResult:
         """``mcpServer/trust``: trust or revoke the config of a workspace (or a .mcp.json)."""
-        from turnstoned.mcp.project import PROJECT_FILE
-        from turnstoned.mcp.trust import TrustError
-
         if params.config_path is not None:
             path = Path(params.config_path)
             if not path.is_absolute() or path.name != PROJECT_FILE:
