@@ -54,9 +54,10 @@ def test_the_rules_an_always_saves(env: SessionEnv, command: str, rules: list[st
 
 def test_a_saved_prefix_covers_that_command_only(env: SessionEnv) -> None:
     saved = {"bash:npm test"}
-    covered = ["npm test", "npm test -- --watch", "FOO=1 npm test", "env CI=1 npm test"]
+    covered = ["npm test", "npm test -- --watch", "CI=1 npm test", "env CI=1 npm test"]
+    # FOO may change what npm runs (npm_config_*, NODE_OPTIONS, ... are read the same way)
     asks = ["npm testx", "npm run test", "npm test; npm publish", "npm test && curl -X POST x",
-            "echo $(npm test)", "npm"]
+            "echo $(npm test)", "npm", "FOO=1 npm test", "NODE_OPTIONS=-r./x npm test"]
     for command in covered:
         assert grants.covering(call(env, "bash", command=command), env, saved), command
     for command in asks:

@@ -58,11 +58,29 @@ def write_targets(command: Command) -> list[Word]:
         found += words[1:]  # the first operand is a mode, an owner or a script
     elif program == "dd":
         found += [plain_word(t[3:]) for t in texts if t.startswith("of=")]
-    elif program in ("sort", "curl", "wget", "tree"):
-        flag = {"sort": ("-o", "--output"), "curl": ("-o", "--output"),
-                "wget": ("-O", "--output-document"), "tree": ("-o",)}[program]
-        found += [plain_word(texts[i + 1]) for i, t in enumerate(texts[:-1]) if t in flag]
+    elif program in _OUTPUT_OPTIONS:
+        found += [plain_word(value) for value in _option_values(texts, _OUTPUT_OPTIONS[program])]
     return found
+
+
+# Options that name the file a program writes (`-o out`, `-oout`, `--output=out`).
+_OUTPUT_OPTIONS = {"sort": ("-o", "--output"), "curl": ("-o", "--output"),
+                   "wget": ("-O", "--output-document"), "tree": ("-o",), "go": ("-o",),
+                   "git": ("--output",), "gcc": ("-o",), "cc": ("-o",)}
+
+
+def _option_values(texts: list[str], options: tuple[str, ...]) -> list[str]:
+    """The values given to ``options``, separate or joined."""
+    values = []
+    for i, text in enumerate(texts):
+        for option in options:
+            if text == option and i + 1 < len(texts):
+                values.append(texts[i + 1])
+            elif option.startswith("--") and text.startswith(option + "="):
+                values.append(text[len(option) + 1:])
+            elif not option.startswith("--") and text.startswith(option) and len(text) > 2:
+                values.append(text[len(option):])
+    return values
 
 
 def plain_word(text: str) -> Word:

@@ -52,6 +52,7 @@ class Redirect:
     fd: str = ""
     target: list[Part] | None = None
     body: str | None = None  # a here-document's text
+    quoted: bool = False  # its delimiter was quoted: the body is not expanded
 
 
 @dataclass(slots=True)
@@ -258,13 +259,14 @@ class Lexer:
                 return True
         return False
 
-    def _double(self) -> None:
-        """A double-quoted string starting after its quote."""
+    def _double(self, to_end: bool = False) -> None:
+        """A double-quoted string starting at its quote (``to_end``: the whole text, read as
+        if it were one, quotes included: a here-document's body)."""
         s = self.s
-        self.i += 1
+        self.i += 0 if to_end else 1
         while self.i < len(s):
             c = s[self.i]
-            if c == '"':
+            if c == '"' and not to_end:
                 self.i += 1
                 return
             if c == "\\" and self.i + 1 < len(s):
@@ -281,7 +283,8 @@ class Lexer:
             else:
                 self._add("lit", c, True)
                 self.i += 1
-        raise ShellSyntaxError("unclosed double quote")
+        if not to_end:
+            raise ShellSyntaxError("unclosed double quote")
 
     def _dollar(self, quoted: bool) -> None:
         s, i = self.s, self.i
@@ -340,11 +343,15 @@ class Lexer:
         s = self.s
         while self.i < len(s) and s[self.i] in " \t":
             self.i += 1
-        match = re.match(r"""(['"]?)([^\s;&|<>()'"]+)\1""", s[self.i:])
+        match = re.match(r"""(?:[^\s;&|<>()'"\\]|\\.|'[^']*'|"[^"]*")+""", s[self.i:])
         if not match:
             raise ShellSyntaxError("here-document without a delimiter")
         self.i += match.end()
-        self.heredocs.append((redirect, match.group(2), strip_tabs))
+        raw = match.group(0)
+        # Any quoting in the delimiter (`'EOF'`, `"EOF"`, `\EOF`, `E"O"F`) stops expansion.
+        redirect.quoted = any(q in raw for q in "'\"\\")
+        delimiter = re.sub(r"""\\(.)|['"]""", r"\1", raw)
+        self.heredocs.append((redirect, delimiter, strip_tabs))
 
     def _read_heredocs(self) -> None:
         s = self.s
@@ -369,6 +376,14 @@ def _expect(s: str, i: int, ch: str) -> int:
 
 def _unescape_backquoted(text: str) -> str:
     return re.sub(r"\\([\\`$])", r"\1", text)
+
+
+def body_parts(body: str) -> list[Part]:
+    """The parts of an unquoted here-document's body: it expands like a double-quoted
+    string (``$x``, ``$(...)``, backquotes), its quotes being plain text."""
+    lexer = Lexer(body)
+    lexer._double(to_end=True)
+    return lexer.parts or []
 
 
 def tokenize(text: str) -> list[Token]:

@@ -31,6 +31,7 @@ from turnstoned.shell.lex import (
     Redirect,
     ShellSyntaxError,
     Token,
+    body_parts,
     tokenize,
 )
 from turnstoned.shell.words import SHELLS, Command, Script, Word, redirect_is_fd
@@ -52,9 +53,13 @@ _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
 class Reader:
     """Reads scripts into one ``Script`` (nested scripts add their commands to it)."""
 
-    def __init__(self, home: str, out: Script) -> None:
+    def __init__(self, home: str, out: Script, inherited: frozenset[str] = frozenset()) -> None:
         self.home = home
         self.out = out
+        self.inherited = inherited  # variables the commands inherit from the environment
+        # Variables the script exported or changed so far: later commands run with them.
+        self.exported: list[str] = []
+        self.allexport = False  # `set -a`: every assignment is exported
 
     # -- expansion -----------------------------------------------------------------
 
@@ -102,8 +107,8 @@ class Reader:
                      cwd: str | None, depth: int) -> list[str]:
         if part.kind == "lit":
             text = part.text
-            if not part.quoted and index == 0 and (text == "~" or text.startswith("~/")):
-                text = self.home + text[1:]
+            if not part.quoted and index == 0 and text.startswith("~"):
+                text = _tilde(text, self.home)
             return [text]
         if part.kind == "var":
             values = list(vars_.get(part.text, []))
@@ -134,14 +139,20 @@ class Reader:
         upstream: list[str] = []
         current: list[Token] = []
         last = "?"
-        for token in [*tokens, Token("op", op=";")]:
+        tokens.append(Token("op", op=";"))
+        for i, token in enumerate(tokens):
             if token.kind != "op":
                 current.append(token)
+                continue
+            if token.op == "(" and len(current) == 1 and i + 1 < len(tokens) \
+                    and tokens[i + 1].op == ")":  # `name() { ...; }` defines a function
+                self.out.functions.add(_literal(current[0].parts) or "")
+                current = []
                 continue
             if current:
                 made = self._command(current, vars_, cwd, depth, upstream)
                 found.extend(made)
-                cwd = _next_cwd(made, cwd, self.home)
+                cwd = _next_cwd(made, cwd, self.home, self._cdpath())
                 last = made[0].program or "?" if made else "?"
                 current = []
             if token.op in ("|", "|&"):
@@ -156,16 +167,25 @@ class Reader:
         while words and _literal(words[0].parts) in _KEYWORDS:
             words.pop(0)
         head = _literal(words[0].parts) if words else None
+        if head == "function" and len(words) > 1:  # `function name { body`: read the body
+            self.out.functions.add(_literal(words[1].parts) or "")
+            words = words[2:]
+            while words and _literal(words[0].parts) in _KEYWORDS:
+                words.pop(0)
+            head = _literal(words[0].parts) if words else None
         if head in ("for", "select", "case", "function", "in"):
             if head in ("for", "select") and len(words) > 1:
                 values = [v.replace(_SPLIT, " ") for t in words[3:]
                           for v in self.raw(t.parts, vars_, cwd, depth, split=False)]
                 _assign(vars_, _literal(words[1].parts) or "", values or [_UNKNOWN])
             return []
+        assigned = []
         while words and _is_assignment(words[0].parts):
-            self._assignment(words.pop(0), vars_, cwd, depth)
-        if not words and not redirects:
-            return []
+            assigned.append(self._assignment(words.pop(0), vars_, cwd, depth))
+        if not words:  # assignments alone change the shell, and what it exports
+            self._changed(assigned, exported=False)
+            if not redirects:
+                return []
         first_inner = len(self.out.commands)
         readings: list[list[Word]] = [[]]
         for token in words:
@@ -175,10 +195,39 @@ class Reader:
         subs = [c.program or "?" for c in self.out.commands[first_inner:]]
         for reading in readings:
             command = Command(words=reading, upstream=list(upstream), cwd=cwd, depth=depth,
-                              subs=subs)
+                              subs=subs, env=[*assigned, *self.exported])
             self._redirects(command, redirects, vars_, depth)
             made.extend(unwrap(self, command, vars_, depth))
+        for command in made:
+            self._exports(command)
         return made
+
+    def _changed(self, names: list[str], exported: bool) -> None:
+        """Variables the script set: a change reaches later commands when the variable is
+        exported (here, by ``set -a``, or inherited from the environment). ``IFS`` changes
+        how every later word is split, which this reading does not follow."""
+        for name in names:
+            if name == "IFS":
+                self.out.error = self.out.error or "the script changes IFS"
+            if exported or self.allexport or name in self.inherited or name == "CDPATH":
+                self.exported.append(name)
+
+    def _exports(self, command: Command) -> None:
+        """``export A=1``, ``declare -x A``, ``set -a``: what later commands inherit."""
+        program, texts = command.program, [w.text for w in command.args]
+        if program == "set" and any(t == "-a" or t == "allexport" or (
+                t.startswith("-") and "a" in t and not t.startswith("--")) for t in texts):
+            self.allexport = True
+        elif program in ("export", "declare", "typeset", "local", "readonly"):
+            exported = program == "export" or any(
+                t.startswith("-") and "x" in t for t in texts)
+            names = [_ASSIGNMENT.match(t + "=").group(1) for t in texts  # type: ignore[union-attr]
+                     if not t.startswith("-") and _ASSIGNMENT.match(t + "=")]
+            self._changed(names, exported)
+
+    def _cdpath(self) -> bool:
+        """``cd`` may search ``CDPATH``: a relative target's directory is then unknown."""
+        return "CDPATH" in self.inherited or "CDPATH" in self.exported
 
     def _redirects(self, command: Command, redirects: list[Redirect],
                    vars_: dict[str, list[str]], depth: int) -> None:
@@ -189,11 +238,16 @@ class Reader:
             command.redirects.append((redirect.op, target))
             if redirect.body is not None:
                 command.stdin_text = redirect.body
+                if not redirect.quoted:  # its $(...) and backquotes run before the command
+                    for part in body_parts(redirect.body):
+                        if part.kind == "sub" and depth < MAX_DEPTH:
+                            self.fold(part.text, vars_, command.cwd, depth)
             elif redirect.op == "<<<" and target is not None:
                 command.stdin_text = target.text
 
     def _assignment(self, token: Token, vars_: dict[str, list[str]], cwd: str | None,
-                    depth: int) -> None:
+                    depth: int) -> str:
+        """Record what a ``NAME=value`` word assigns; returns the name."""
         first = token.parts[0]
         match = _ASSIGNMENT.match(first.text)
         assert match is not None
@@ -201,6 +255,7 @@ class Reader:
         values = ["".join(UNSPECIAL.get(ch, ch) for ch in v).replace(_SPLIT, " ")
                   for v in self.raw(rest, vars_, cwd, depth, split=False)]
         _assign(vars_, match.group(1), values)
+        return match.group(1)
 
     def record(self, command: Command) -> None:
         if len(self.out.commands) <= MAX_COMMANDS:
@@ -294,8 +349,23 @@ def _word(raw: str) -> Word:
     return Word(text=text, pattern="".join(pattern), dynamic=_UNKNOWN in raw, glob=glob)
 
 
-def _next_cwd(made: list[Command], cwd: str | None, home: str) -> str | None:
-    """The directory after ``cd``/``pushd`` (None when it cannot be known)."""
+def _tilde(text: str, home: str) -> str:
+    """``~`` and ``~/x`` in the home directory; ``~user/x`` in that user's (unchanged when
+    there is no such user, as bash leaves it)."""
+    name, slash, rest = text[1:].partition("/")
+    if not name:
+        return home + text[1:]
+    try:
+        import pwd
+
+        return pwd.getpwnam(name).pw_dir + slash + rest
+    except (KeyError, ImportError):
+        return text
+
+
+def _next_cwd(made: list[Command], cwd: str | None, home: str, cdpath: bool) -> str | None:
+    """The directory after ``cd``/``pushd`` (None when it cannot be known: ``CDPATH`` may
+    send a relative ``cd`` elsewhere)."""
     for command in made:
         if command.program not in ("cd", "pushd", "popd"):
             continue
@@ -303,16 +373,27 @@ def _next_cwd(made: list[Command], cwd: str | None, home: str) -> str | None:
         if command.program == "popd" or (args and (args[0].dynamic or args[0].glob)):
             return None
         target = args[0].text if args else home
+        if (cdpath or "CDPATH" in command.env) and not target.startswith(("/", "./", "../")):
+            return None
         if cwd is None and not target.startswith("/"):
             return None
         return posixpath.normpath(os.path.join(cwd or "/", target))
     return cwd
 
 
+def read_script(text: str, cwd: str | None, home: str,
+                inherited: frozenset[str] | None = None) -> Script:
+    """Every command ``text`` would run (see the module docstring); ``inherited`` are the
+    variables its commands inherit (the daemon's environment by default). Cached: the gate
+    reads one command several times (verdict, grants, policies); treat the result as
+    read-only."""
+    return _read(text, cwd, home, frozenset(os.environ) if inherited is None else inherited)
+
+
 @functools.lru_cache(maxsize=64)
-def read_script(text: str, cwd: str | None, home: str) -> Script:
-    """Every command ``text`` would run (see the module docstring). Cached: the gate reads
-    one command several times (verdict, grants, policies); treat the result as read-only."""
+def _read(text: str, cwd: str | None, home: str, inherited: frozenset[str]) -> Script:
     out = Script()
-    Reader(home, out).read(text, {}, cwd, 0)
+    Reader(home, out, inherited).read(text, {}, cwd, 0)
+    for command in out.commands:
+        command.function = command.program in out.functions
     return out

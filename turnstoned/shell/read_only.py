@@ -8,8 +8,14 @@ so on. Redirections are judged by the caller (a ``>`` makes any command a writer
 
 from __future__ import annotations
 
+import os
+import posixpath
+import shutil
+
+from turnstoned.places import within
 from turnstoned.shell import where as ip
 from turnstoned.shell.access import absolutes, plain_word, read_words, write_targets
+from turnstoned.shell.options import unaccounted
 from turnstoned.shell.where import Where
 from turnstoned.shell.words import Command
 
@@ -39,14 +45,32 @@ _GIT_BRANCH_LIST = frozenset({"-a", "-r", "-v", "-vv", "-l", "--list", "--all", 
                               "--show-current", "--verbose", "--no-color", "--color"})
 
 
+_SYSTEM_BINS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
+                          "/usr/local/sbin"})
+# Recursive readers and the options with which they follow symbolic links: (short option
+# letters, long options).
+_FOLLOWING = {"grep": ("R", ("--dereference-recursive",)),
+              "egrep": ("R", ("--dereference-recursive",)),
+              "fgrep": ("R", ("--dereference-recursive",)),
+              "rg": ("L", ("--follow",)), "ag": ("f", ("--follow",)),
+              "tree": ("l", ()), "du": ("L", ("--dereference",))}
+
+
 def non_path_program(program: str) -> bool:
     return program in _NOT_PATHS
 
 
 def is_read_only(command: Command) -> bool:
-    """True when the command writes nothing and runs nothing but itself."""
+    """True when the command writes nothing and runs nothing but itself: a known program
+    (by its name, or from a system directory), with words that say all it does
+    (``options.unaccounted``)."""
     program = command.program
     if not program or any(w.dynamic for w in command.words) or command.wrappers:
+        return False
+    first = command.words[0].text
+    if "/" in first and posixpath.dirname(first) not in _SYSTEM_BINS:
+        return False  # `./ls` runs whatever file that is
+    if unaccounted(command) is not None:
         return False
     texts = [w.text for w in command.args]
     if program in _ANY_OPTIONS:
@@ -55,6 +79,29 @@ def is_read_only(command: Command) -> bool:
               "git": _git, "command": _command_lookup}
     check = checks.get(program)
     return check is not None and check(texts)
+
+
+def _shadowed(command: Command, where: Where) -> bool:
+    """The program found on PATH is a file inside the workspace (a PATH that lists the
+    project's own directories first), not the system's."""
+    if "/" in command.words[0].text:
+        return False
+    found = shutil.which(command.program)
+    return found is not None and within(os.path.realpath(found), where.workspace)
+
+
+def _follows_links(command: Command) -> str:
+    """The option with which a recursive reader follows every symbolic link it meets
+    (``grep -R``, ``rg -L``): a link in the workspace may lead anywhere."""
+    flags = _FOLLOWING.get(command.program)
+    if flags is None:
+        return ""
+    for word in command.args:
+        text = word.text
+        if text in flags[1] or (not text.startswith("--") and text.startswith("-")
+                                and any(c in text[1:] for c in flags[0])):
+            return f"{command.program} {text}"
+    return ""
 
 
 def _find(texts: list[str]) -> bool:
@@ -112,13 +159,16 @@ def _git(texts: list[str]) -> bool:
 
 def command_read_only(command: Command, where: Where) -> tuple[bool, str]:
     """Whether the command only reads, and if so what it reads outside the workspace ('')."""
-    if not is_read_only(command) or write_targets(command):
+    if not is_read_only(command) or write_targets(command) or _shadowed(command, where):
         return False, ""
     here = where.at(command.cwd)
     if command.cwd is None or not ip.inside(plain_word(command.cwd), here):
         return True, "runs outside the workspace"
     if non_path_program(command.program):
         return True, ""
+    follows = _follows_links(command)
+    if follows:
+        return True, f"follows symbolic links wherever they lead ({follows})"
     for word in absolutes(read_words(command), here):
         if not ip.inside(word, here):
             return True, f"reads {ip.shown(word)} outside the workspace"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import glob
 import os
 import posixpath
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from turnstoned.places import credential_roots, is_credential, within
 from turnstoned.shell.words import Word
 
+MAX_GLOB_MATCHES = 2000  # matches of one glob checked for links that lead out
 # Directories of the system: deleting or writing them breaks the machine.
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot",
                "/sys", "/proc", "/dev", "/var/lib", "/var/spool", "/root", "/System", "/Library",
@@ -190,7 +192,18 @@ def inside(word: Word, where: Where) -> bool:
         return False
     prefix = literal_prefix(word.pattern)
     head = posixpath.dirname(prefix) if not prefix.endswith("/") else prefix.rstrip("/")
-    return within(real(head or "/"), where.workspace) and ".." not in word.pattern
+    if not within(real(head or "/"), where.workspace) or ".." in word.pattern:
+        return False
+    # What the glob matches now: a symbolic link among the matches may lead out.
+    return word.dynamic or _matches_inside(word.pattern, where.workspace)
+
+
+def _matches_inside(pattern: str, workspace: str) -> bool:
+    """Every path ``pattern`` matches now is inside the workspace (too many to check: no)."""
+    for n, match in enumerate(glob.iglob(pattern)):
+        if n >= MAX_GLOB_MATCHES or not within(real(match), workspace):
+            return False
+    return True
 
 
 def is_system(word: Word) -> bool:

@@ -30,6 +30,10 @@ class Command:
     stdin_text: str | None = None  # a here-document or here-string
     cwd: str | None = None  # where relative paths resolve (None: unknown)
     depth: int = 0
+    # Variables its environment gets from the script: assignments before it (`A=1 cmd`),
+    # env's (`env A=1 cmd`), and those the script exported or changed earlier.
+    env: list[str] = field(default_factory=list)
+    function: bool = False  # its program is a function the script defines
 
     @property
     def program(self) -> str:
@@ -49,6 +53,7 @@ class Script:
 
     commands: list[Command] = field(default_factory=list)
     error: str | None = None  # it could not be read completely
+    functions: set[str] = field(default_factory=set)  # names the script defines functions for
 
 
 def redirect_is_fd(op: str, target: Word | None) -> bool:

@@ -38,6 +38,7 @@ _WRAPPER_VALUES = {
     "systemd-run": {"-p", "-u", "-E"},
 }  # fmt: skip
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_ENV_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _ARG_UNKNOWN = Word(text="", pattern="*", dynamic=True, glob=False)
 
@@ -77,12 +78,15 @@ def unwrap(reader: Reader, command: Command, vars_: dict[str, list[str]],
 
 def _strip_wrappers(command: Command) -> Command:
     """``sudo -u x env A=1 nice -n 5 rm y`` is ``rm y`` run by sudo, env and nice."""
-    words, wrappers = command.words, list(command.wrappers)
+    words, wrappers, env = command.words, list(command.wrappers), list(command.env)
     while words and not words[0].dynamic:
         name = posixpath.basename(words[0].text)
         if name not in _WRAPPERS or (name == "command" and _looks_up(words[1:])):
             break
         rest = _skip_options(name, words[1:])
+        if name == "env":  # `env A=1 cmd`: cmd runs with A set
+            env += [m.group(1) for w in words[1:len(words) - len(rest)]
+                    if (m := _ENV_ASSIGNMENT.match(w.text))]
         if name == "xargs" and rest:
             rest = [*rest, _ARG_UNKNOWN]  # xargs adds arguments read from its input
         if not rest:
@@ -91,7 +95,7 @@ def _strip_wrappers(command: Command) -> Command:
         words = rest
     if words is command.words:
         return command
-    return dataclasses.replace(command, words=words, wrappers=wrappers)
+    return dataclasses.replace(command, words=words, wrappers=wrappers, env=env)
 
 
 def _skip_options(name: str, words: list[Word]) -> list[Word]:

@@ -25,6 +25,7 @@ import shlex
 from collections.abc import Iterable
 
 from turnstoned.core.approval import intent
+from turnstoned.shell.options import unaccounted
 from turnstoned.shell.read import Command, read_script
 from turnstoned.shell.read_only import command_read_only
 from turnstoned.tools.base import PreparedCall, SessionEnv
@@ -57,8 +58,8 @@ def load(saved: Iterable[str]) -> set[str]:
 def leading_words(command: Command) -> list[str] | None:
     """The words a grant for this command names (None: it cannot be granted)."""
     words = command.words
-    if not words or any(w.dynamic or w.glob for w in words[:3]):
-        return None
+    if not words or any(w.dynamic or w.glob for w in words[:3]) or unaccounted(command):
+        return None  # the grant's words would not say what the command does
     texts = [w.text for w in words]
     program = command.program
     operands = [t for t in texts[1:] if not t.startswith("-")]
@@ -177,7 +178,7 @@ def _bash_covering(call: PreparedCall, env: SessionEnv, grants: set[str]) -> str
 def _matches(rule: str, command: Command) -> bool:
     words, exact = _rule_words(rule)
     texts = [w.text for w in command.words]
-    if any(w.dynamic or w.glob for w in command.words[:len(words)]):
+    if any(w.dynamic or w.glob for w in command.words[:len(words)]) or unaccounted(command):
         return False
     return texts == words if exact else texts[:len(words)] == words
 

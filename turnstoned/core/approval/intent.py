@@ -56,8 +56,14 @@ RULES: tuple[Rule, ...] = (
     Rule("http-mutation", "high", "review", 0.75, "sends data to a server"),
     Rule("remote-access", "high", "review", 0.75, "connects to another machine"),
     Rule("dynamic-command", "high", "review", 0.7, "runs a program only known at run time"),
+    Rule("env-override", "high", "review", 0.75, "changes what a program runs through its "
+         "environment"),
+    Rule("exec-option", "high", "review", 0.7, "runs a program or writes a file an option "
+         "names"),
     Rule("kill-processes", "high", "review", 0.7, "kills processes by name"),
     Rule("unparsed", "medium", "review", 0.5, "could not be read completely"),
+    Rule("shadowed-program", "medium", "review", 0.6, "runs a function the script defines "
+         "in place of a program"),
     Rule("read-outside-workspace", "medium", "review", 0.6, "reads outside the workspace"),
     Rule("mcp-tool", "medium", "review", 0.5, "an MCP server's tool: it does what the "
          "server says"),

@@ -22,6 +22,7 @@ from turnstoned.shell.access import (
     read_words,
     write_targets,
 )
+from turnstoned.shell.options import hidden_code, loads_code, running_option, unsafe_env
 from turnstoned.shell.read import SHELLS, Command, Script, Word, read_script
 from turnstoned.shell.read_only import command_read_only
 from turnstoned.shell.where import Where
@@ -79,8 +80,24 @@ def script_findings(script: Script, text: str, where: Where) -> dict[str, str]:
 
 def _check(command: Command, where: Where, hit: Hit) -> None:
     for check in (_delete, _disk, _kill, _runs_text, _permissions, _git, _http, _remote,
-                  _privilege, _credentials, _writes):
+                  _privilege, _credentials, _writes, _beyond_words):
         check(command, where, hit)
+
+
+def _beyond_words(command: Command, where: Where, hit: Hit) -> None:
+    """What makes a command do more than its words say (see ``shell.options``)."""
+    loaders = [name for name in unsafe_env(command) if loads_code(name)]
+    if loaders:
+        hit("env-override", f"runs {command.program or 'a command'} with "
+                            f"{', '.join(loaders[:3])} set ({_line(command)})")
+    if hidden_code(command):
+        hit("dynamic-command", f"{command.program} evaluates a word whose subscript runs a "
+                               "command")
+    option = running_option(command)
+    if option is not None:
+        hit("exec-option", f"`{option}` names a program to run or a file to write")
+    if command.function:
+        hit("shadowed-program", f"`{command.program}` is a function the script defines")
 
 
 def _line(command: Command) -> str:
