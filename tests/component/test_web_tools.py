@@ -105,6 +105,36 @@ async def test_a_public_page_is_fetched_and_answered(
     assert done["usage"]["promptTokens"] == sum(prompt_tokens(r) for r in model.requests)
 
 
+async def test_a_page_reaches_the_extraction_call_with_its_secrets_redacted(
+        make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel,
+        internet: Internet, tmp_path: Path) -> None:
+    """A page is untrusted and may carry keys (a leaked .env, a paste): the side call that
+    reads it goes to the model server too, so it gets the page as the guard left it."""
+    planted = {
+        "aws": "AKIAIOSFODNN7EXAMPLQ",
+        "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "openai": "sk-proj-" + "Zx9" * 16,
+        "env": "DATABASE_PASSWORD=hunter2-S3cret!",
+        "pem": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE"
+               "bm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH PRIVATE KEY-----",
+        "url": "postgres://admin:pa55w0rd-x@db.internal:5432/app",
+    }
+    body = "<html><body><pre>" + "\n".join(planted.values()) + "</pre></body></html>"
+    internet.site("paste", PUB).routes["/leak"] = page(body)
+    internet.name("paste.test", PUB)
+    engine = await make_engine("")
+    model.push(tool_calls(call("web_fetch", url="http://paste.test/leak",
+                               question="What is on this page?")),
+               text("Some credentials."), text("done"))
+    sink.answers.append(p.ApprovalResponse(decision="approve"))
+    await run(engine, sink, start(engine, tmp_path), "read it")
+    side = model.requests[1]["messages"][1]["content"]
+    leaked = {name: value for name, value in planted.items()
+              if value.split("=")[-1].split("@")[0][-12:] in side}
+    assert leaked == {}
+    assert "REDACTED" in side
+
+
 async def test_private_targets_need_the_opt_in_and_ask_even_when_granted(
         make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel,
         internet: Internet, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """web_fetch: fetch a page through the guarded fetcher and answer a question from it.
 
 The page never reaches the session's model: a side call to the same model,
-without tools, reads it (as text, cut to what the model can take) and
+without tools, reads it (as text, cut to what the model can take, credentials
+redacted by the output guard first: a page is untrusted and may carry keys) and
 answers the question. Every fetch asks the user; a private-network target is
 marked in the approval and no standing grant covers it.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from turnstoned import guard
 from turnstoned.llm.types import ModelError
 from turnstoned.net import html
 from turnstoned.net.fetch import Fetched, FetchError
@@ -87,8 +89,10 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     budget = extraction_budget(ctx.env.settings.context_window)
     if len(text) > budget:
         text = text[:budget] + f"\n\n... [{len(text) - budget} chars truncated] ...\n"
+    text = guard.check(text, redact=True).text
+    shown_url = guard.check(fetched.url, redact=True).text
     messages = [{"role": "system", "content": EXTRACT_SYSTEM},
-                {"role": "user", "content": f"Page URL: {fetched.url}\nPage content "
+                {"role": "user", "content": f"Page URL: {shown_url}\nPage content "
                                             f"({len(text)} chars):\n\n{text}\n\n---\n"
                                             f"Question: {question}"}]
     try:
