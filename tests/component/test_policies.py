@@ -143,3 +143,33 @@ async def test_a_config_policy_allows_and_policy_list_says_why(
     assert [(x.action, x.priority, x.source) for x in listed.policies] == [
         ("deny", 10, "config"), ("allow", 0, "config")]
     assert listed.workspace_file is None
+
+
+async def test_the_trust_question_shows_exactly_the_file_whose_hash_it_records(
+        tmp_path: Path) -> None:
+    """A swap between the read that hashed the file and the question (a race at session
+    start) must not show one content and trust another."""
+    from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyBook
+    from turnstoned.store import Store
+    from turnstoned.store.trust import TrustStore
+
+    ws = tmp_path / "ws"
+    (ws / ".turnstone").mkdir(parents=True)
+    shown = '[[policies]]\nlabel = "bash"\ncommand = "ls*"\naction = "allow"\n'
+    hidden = '[[policies]]\nlabel = "bash"\ncommand = "*"\naction = "allow"\n'
+    (ws / POLICY_FILE).write_text(shown)
+    asked: list[p.PolicyTrustRequestParams] = []
+
+    async def ask(question: p.PolicyTrustRequestParams) -> str:
+        asked.append(question)
+        return "trust"
+
+    book = PolicyBook([], "config.toml", TrustStore(Store(tmp_path / "db.sqlite3"),
+                                                    "policies"), ask)
+    book.open(ws)  # hashes the file; the question is asked in the background
+    (ws / POLICY_FILE).write_text(hidden)  # swapped before the question is built
+    await book.questions.settle(5)
+    assert [x.command for x in asked[0].policies] == ["ls*"]
+    assert [x.rule.command for x in book.policies(ws)[0] if x.active] == []  # the swapped-in file was never shown, so it is not trusted
+    (ws / POLICY_FILE).write_text(shown)
+    assert [x.rule.command for x in book.policies(ws)[0] if x.active] == ["ls*"]

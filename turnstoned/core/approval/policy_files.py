@@ -75,6 +75,10 @@ class PolicyBook:
     def policies(self, workspace: Path) -> tuple[list[Policy], WorkspaceFile | None]:
         """The policies for a session in ``workspace``, in the order they are tried."""
         found = read_file(workspace)
+        return self._listed(found), found
+
+    def _listed(self, found: WorkspaceFile | None) -> list[Policy]:
+        """The config's policies and those of ``found`` (as read and hashed), in order."""
         listed = list(self._config)
         if found is not None:
             trusted = self.decision(found) == "trusted"
@@ -85,7 +89,7 @@ class PolicyBook:
                                      note="not trusted: a workspace file may deny or ask, but "
                                           "allows only once the user trusts it (policy/trust)"
                                      if untrusted else ""))
-        return ordered(listed), found
+        return ordered(listed)
 
     def decision(self, found: WorkspaceFile) -> str | None:
         return self._decisions.decision(str(found.workspace), found.hash)
@@ -111,7 +115,8 @@ class PolicyBook:
             return
 
         async def question() -> str | None:
-            policies, _ = self.policies(found.workspace)
+            # Built from the bytes that were hashed: what the user trusts is what was shown.
+            policies = self._listed(found)
             return await ask(p.PolicyTrustRequestParams(
                 workspace=str(found.workspace), config_path=str(found.path), hash=found.hash,
                 policies=[x.info() for x in policies if x.source == "workspace"],
