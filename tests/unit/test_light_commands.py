@@ -61,3 +61,23 @@ def test_every_method_chat_names_is_a_protocol_method() -> None:
                            source))
     assert {"turn/start", "session/start", "item/tool/requestApproval"} <= named
     assert named <= set(p.METHODS_BY_NAME), named - set(p.METHODS_BY_NAME)
+
+
+def test_a_planted_fallback_runtime_dir_moves_the_socket_home(tmp_path: Path) -> None:
+    """Anyone can create `turnstone-<uid>` in a shared /tmp first: refusing it (as the
+    daemon does) must not lock its owner out of the resident daemon for good."""
+    planted = tmp_path / f"turnstone-{os.getuid()}"
+    planted.symlink_to(tmp_path)  # someone else's (a link: never used as ours)
+    home = tmp_path / "home"
+    home.mkdir()
+    code = ("from turnstoned.daemon import rundir\nprint(rundir.runtime_dir())\n"
+            "print(rundir.displaced())\nprint(rundir.prepare())")
+    env = {k: v for k, v in os.environ.items() if k not in ("TURNSTONED_HOME", "XDG_RUNTIME_DIR")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**env, "TMPDIR": str(tmp_path), "HOME": str(home)},
+                         check=True).stdout.splitlines()
+    if Path(f"/run/user/{os.getuid()}").is_dir():
+        return  # a login session's runtime dir wins; the fallback is never used
+    assert out[0] == str(home / ".cache" / "turnstone" / "run") == out[2]
+    assert str(planted) in out[1] and "is a symbolic link" in out[1]
+    assert (home / ".cache" / "turnstone" / "run").stat().st_mode & 0o777 == 0o700

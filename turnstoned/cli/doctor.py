@@ -342,6 +342,9 @@ class Doctor:
 
     def check_resident(self) -> None:
         directory = rundir.runtime_dir()
+        moved = rundir.displaced()
+        if moved:
+            self.add("OK", f"resident daemon: {moved}")
         try:
             if os.path.lexists(directory):
                 rundir.check_dir(directory)

@@ -90,6 +90,9 @@ def _announce() -> None:
 def main(overrides: dict[str, dict[str, Any]], idle_timeout: float | None) -> NoReturn:
     try:
         directory = rundir.prepare()
+        moved = rundir.displaced()
+        if moved:
+            print(f"turnstoned serve: {moved}", file=sys.stderr)
         lock = _lock(directory)
         if lock is None:
             print("turnstoned serve: a daemon already listens on "

@@ -3,7 +3,9 @@
 ``TURNSTONED_HOME=DIR`` puts it at ``DIR/run``. Otherwise it is
 ``turnstone`` inside ``$XDG_RUNTIME_DIR`` (or ``/run/user/<uid>``) when that is a
 directory of the user's own with no access for anyone else, and
-``turnstone-<uid>`` in the temporary directory when neither is.
+``turnstone-<uid>`` in the temporary directory when neither is. Anyone can create
+that name in a shared temporary directory: when someone else's is in the way,
+``~/.cache/turnstone/run`` is used instead (``displaced`` says why).
 
 The directory must be the user's own, mode 0700, not a symlink; the socket in it
 (``daemon.sock``) the user's own socket, mode 0600. Anything else is refused
@@ -76,7 +78,40 @@ def runtime_dir() -> str:
     if home:
         return os.path.join(os.path.abspath(os.path.expanduser(home)), "run")
     base, shared = _base()
-    return os.path.join(base, f"turnstone-{os.getuid()}" if shared else "turnstone")
+    if not shared:
+        return os.path.join(base, "turnstone")
+    candidate = os.path.join(base, f"turnstone-{os.getuid()}")
+    return _home_fallback() if _in_the_way(candidate) else candidate
+
+
+def _home_fallback() -> str:
+    return os.path.join(os.path.expanduser("~"), ".cache", "turnstone", "run")
+
+
+def _in_the_way(candidate: str) -> str | None:
+    """Why the shared temporary directory's ``turnstone-<uid>`` cannot be ours: it exists
+    and another user owns it (or it is a link). A loose mode on our own is reported by
+    ``check_dir`` instead: that is ours to fix."""
+    if not os.path.lexists(candidate):
+        return None
+    problem = _private(candidate, stat.S_IFDIR)
+    if problem is None or problem.startswith("has mode"):
+        return None
+    return problem
+
+
+def displaced() -> str | None:
+    """What to tell the user when the runtime directory is the home fallback because
+    another user's file holds the temporary directory's name (None otherwise)."""
+    if os.environ.get("TURNSTONED_HOME"):
+        return None
+    base, shared = _base()
+    candidate = os.path.join(base, f"turnstone-{os.getuid()}")
+    problem = _in_the_way(candidate) if shared else None
+    if problem is None:
+        return None
+    return (f"{candidate} {problem}, so the resident daemon listens in {_home_fallback()} "
+            "instead (set XDG_RUNTIME_DIR to a private directory to choose)")
 
 
 def socket_path(directory: str | None = None) -> str:
@@ -87,7 +122,7 @@ def prepare(directory: str | None = None) -> str:
     """Create the runtime directory (mode 0700) if missing and check it is private."""
     directory = directory or runtime_dir()
     if not os.path.lexists(directory):
-        os.makedirs(os.path.dirname(directory), exist_ok=True)
+        os.makedirs(os.path.dirname(directory), mode=0o700, exist_ok=True)
         try:
             os.mkdir(directory, 0o700)
         except FileExistsError:
