@@ -170,3 +170,22 @@ def test_a_channel_needs_one_http_url(isolated_home: Path) -> None:
     write_config(isolated_home, '[notify.channels.x]\nformat = "slack"\n')
     with pytest.raises(config.ConfigError, match="exactly one of `url` and `url_env`"):
         config.load()
+
+
+async def test_a_notification_carries_no_credential(
+        notify_engine: Engine, sink: RecordingSink, model: ScriptedModel, receiver: Receiver,
+        tmp_path: Path) -> None:
+    """The message is the model's text: a key in it (read from a file, say) must not leave
+    for a webhook or the editor."""
+    key = "ghp_" + "x1Y2z3" * 6
+    model.push(tool_calls([_notify("n1", message=f"done; token is {key}", title="CI",
+                                   channel="team"),
+                           _notify("n2", message=f"AWS AKIAIOSFODNN7EXAMPLQ {key}")]),
+               text("ok"))
+    await run(notify_engine, sink, start(notify_engine, tmp_path), "tell me", timeout=30)
+    posts = [body for _, body, _, _ in receiver.posts]
+    notices = [e for e in sink.of("session/notice") if e["kind"] == "notify"]
+    shown = json.dumps([posts, notices])
+    assert len(posts) >= 2 and notices
+    assert key not in shown and "AKIAIOSFODNN7EXAMPLQ" not in shown
+    assert "done; token is" in receiver.to("/slack")[0][0]["text"]

@@ -227,3 +227,21 @@ def test_file_change_is_read_while_pending_and_refused_after(daemon: RawDaemon, 
     late = daemon.request("fileChange/read", {"sessionId": sid, "callId": call_id})["error"]
     assert late["code"] == -32020 and late["data"]["kind"] == "fileChangeNotPending"
     assert "Traceback" not in json.dumps(late)
+
+
+def test_shutdown_follows_the_lsp_lifecycle(daemon: RawDaemon, env: dict[str, str]) -> None:
+    """`shutdown` before `initialize` is -32002; a second `shutdown`, even one sent before
+    the first is answered, is -32600; neither leaks an internal error, and `exit` then
+    ends the daemon cleanly."""
+    early = daemon.request("shutdown")
+    assert early["error"]["code"] == -32002
+    daemon.initialize()
+    daemon.result("session/start", {"cwd": env["TURNSTONED_HOME"]})
+    daemon.send({"jsonrpc": "2.0", "id": 100, "method": "shutdown"})
+    daemon.send({"jsonrpc": "2.0", "id": 101, "method": "shutdown"})
+    first, second = daemon.wait_response(100), daemon.wait_response(101)
+    assert "error" not in first and first["result"] is None
+    assert second["error"]["code"] == -32600
+    daemon.send({"jsonrpc": "2.0", "method": "exit"})
+    assert daemon.proc.wait(10) == 0
+    assert "Traceback" not in "".join(daemon.stderr_lines)

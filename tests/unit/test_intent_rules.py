@@ -172,3 +172,21 @@ def test_the_judge_never_lowers_a_critical_or_deny_verdict() -> None:
     assert (held.risk, held.recommendation, held.tier) == ("critical", "deny", "llm")
     medium = p.Verdict(risk="medium", recommendation="review", rule="default", reason="r")
     assert intent.raise_to(judged, medium) == judged
+
+
+@pytest.mark.parametrize(("command", "rule"), [
+    ("echo x > src/app.py", "default"),  # an ordinary write inside the workspace
+    ("rm -rf /root", "rm-root"),
+    ("echo x > /root/notes.txt", "write-outside-workspace"),
+    ("echo x > /etc/hosts", "system-path-write"),
+])
+def test_a_workspace_under_root_is_a_workspace(command: str, rule: str) -> None:
+    """Root users in containers keep projects in /root: their edits are not system writes."""
+    where = Where(cwd="/root/project", workspace="/root/project", home="/root")
+    assert intent.verdict_of(intent_bash.findings(command, where)).rule == rule
+
+
+def test_write_file_under_root_is_a_workspace_edit() -> None:
+    where = Where(cwd="/root/project", workspace="/root/project", home="/root")
+    assert intent._write_findings("/root/project/src/app.py", where) == {
+        "workspace-edit": "changes src/app.py inside the workspace"}

@@ -76,6 +76,11 @@ class DaemonProtocol(LanguageServerProtocol):
         super()._send_response(msg_id, result, error)
 
     @property
+    def initialized(self) -> bool:
+        """``initialize`` was answered."""
+        return bool(self._server.ready)
+
+    @property
     def shut_down(self) -> bool:
         """``shutdown`` was answered: only ``exit`` is expected now."""
         return bool(self._shutdown)
@@ -162,6 +167,7 @@ class Link:
         self._garbage_logged = 0
         self.on_close: Callable[[str], None] = lambda reason: None
         self._ended = False
+        self._shutdown_asked = False  # a `shutdown` request arrived (answered or not)
 
     def protocol_factory(self) -> asyncio.Protocol:
         """The asyncio protocol that feeds this link (for a socket connection)."""
@@ -266,10 +272,17 @@ class Link:
     def _call(self, msg: dict[str, Any], method: str, msg_id: int | str | None) -> None:
         if method == "exit":
             return self.close("exit")
-        if self.protocol.shut_down:
+        if self.protocol.shut_down or (method == "shutdown" and self._shutdown_asked):
             if msg_id is not None:
                 self.error(msg_id, ErrorCode.INVALID_REQUEST, "the daemon is shutting down")
             return
+        if method == "shutdown":
+            if not self.protocol.initialized:
+                if msg_id is not None:
+                    self.error(msg_id, ErrorCode.SERVER_NOT_INITIALIZED,
+                               "shutdown before initialize")
+                return
+            self._shutdown_asked = True
         if method not in self.served:
             if msg_id is not None:
                 self.error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"unknown method: {method}")

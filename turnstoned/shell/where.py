@@ -20,10 +20,12 @@ from turnstoned.shell.words import Word
 MAX_GLOB_MATCHES = 2000  # matches of one glob checked for links that lead out
 # Directories of the system: deleting or writing them breaks the machine.
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot",
-               "/sys", "/proc", "/dev", "/var/lib", "/var/spool", "/root", "/System", "/Library",
+               "/sys", "/proc", "/dev", "/var/lib", "/var/spool", "/System", "/Library",
                "/private/etc")  # fmt: skip
 # Whole trees whose recursive removal is a disaster even when nothing is a "system" file.
-ROOT_TREES = ("/", "/home", "/Users", "/var", "/opt", "/srv", "/mnt", "/media", "/Applications")
+# (/root is a home directory, root's: a workspace may live there, as in containers.)
+ROOT_TREES = ("/", "/home", "/Users", "/var", "/opt", "/srv", "/mnt", "/media", "/Applications",
+              "/root")
 HARMLESS_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero",
                     "/dev/random", "/dev/urandom")
 # Files that decide what runs later: shell start-up, scheduled jobs, repository hooks, and

@@ -3,7 +3,9 @@
 The editor gets a ``session/notice`` of kind ``notify`` (clients surface it as a
 system notification); each webhook channel of ``[notify.channels]`` gets a POST
 in its format (``turnstoned.net.webhook``), tried three times. A turn may send five
-notifications; one that reached nobody does not count.
+notifications; one that reached nobody does not count. The text is the model's:
+credentials in it are redacted by the output guard before it goes anywhere (a
+webhook is outside the machine).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from turnstoned import guard
 from turnstoned.net import webhook
 from turnstoned.tools._lenient import is_blank
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
@@ -41,8 +44,12 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else "" if is_blank(value) else str(value)
 
 
+def _screened(value: Any) -> str:
+    return guard.check(_text(value), redact=True).text
+
+
 def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
-    message, title = _text(args.message), _text(args.title) or None
+    message, title = _screened(args.message), _screened(args.title) or None
     if not message:
         return prepare_error("Error: message is required", header="✉ notify: (no message)")
     if len(message) > MAX_MESSAGE:
