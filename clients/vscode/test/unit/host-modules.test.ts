@@ -23,6 +23,15 @@ describe("settings", () => {
     expect(readSettings(() => undefined).command).toBe("turnstoned");
   });
 
+  it("lets no workspace choose what runs, where the key goes or whether approvals are skipped", () => {
+    // A cloned repository's .vscode/settings.json must not set these (VS Code applies
+    // machine-scoped settings from user and remote settings only); untrusted windows restrict them too.
+    const props = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
+    const guarded = ["turnstoned.command", "turnstoned.args", "turnstoned.baseUrl", "turnstoned.skipPermissions"];
+    expect(guarded.map((k) => props[k]?.scope)).toEqual(guarded.map(() => "machine"));
+    expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toEqual(guarded);
+  });
+
   it("declares no setting for the API key", () => {
     expect(Object.keys(manifest.contributes.configuration.properties).filter((k) => /key|secret|token/i.test(k))).toEqual([]);
   });
