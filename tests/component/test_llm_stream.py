@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
-from typing import Any
+import time
+from types import TracebackType
+from typing import Any, Literal, Self
 
 import pytest
 
-from tests.fakes.model_server import ScriptedModel, raw, text, tool_calls
+from tests.fakes.model_server import (
+    ScriptedModel,
+    error,
+    error_text,
+    flood,
+    raw,
+    text,
+    tool_calls,
+)
 from turnstoned.config import ModelSettings
-from turnstoned.llm.openai_chat import _ThinkSplitter, prewarm, stream_reply
-from turnstoned.llm.types import ModelReply
+from turnstoned.llm.openai_chat import MAX_REPLY_CHARS, _ThinkSplitter, prewarm, stream_reply
+from turnstoned.llm.types import ModelError, ModelReply
+
+MIB = 1024 * 1024
 
 
 def settings(model: ScriptedModel) -> ModelSettings:
@@ -119,9 +132,206 @@ async def test_unreadable_events_are_skipped_and_odd_types_tolerated(model: Scri
 
 
 async def test_error_event_mid_stream_is_typed(model: ScriptedModel) -> None:
-    from turnstoned.llm.types import ModelError
-
     model.push(raw([chunk({"content": "par"}), {"error": {"message": "context length exceeded"}}]))
     with pytest.raises(ModelError) as info:
         await call(model)
     assert info.value.kind == "contextWindowExceeded"
+
+
+# ---------------------------------------------------------------- a reply without end
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class RssWatch:
+    """The process's peak RSS growth while the block runs, sampled in a thread. Past
+    ``abort_over`` bytes of growth it cancels ``task``, so a build without a ceiling fails
+    the test instead of eating the shared machine."""
+
+    def __init__(self, task: asyncio.Task[Any], abort_over: int = 400 * MIB) -> None:
+        self.task, self.abort_over = task, abort_over
+        self.loop = asyncio.get_running_loop()
+        self.base = self.peak = rss()
+        self.aborted = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    @property
+    def growth(self) -> int:
+        return self.peak - self.base
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, rss())
+            if self.growth > self.abort_over and not self.aborted:
+                self.aborted = True
+                self.loop.call_soon_threadsafe(self.task.cancel)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def counted_call(model: ScriptedModel, **kwargs: Any) -> tuple[asyncio.Task[ModelReply], list[int]]:
+    """A call whose streamed text and reasoning are only counted (the test keeps none)."""
+    seen = [0]
+
+    def count(piece: str) -> None:
+        seen[0] += len(piece)
+
+    reply = stream_reply(settings(model), [{"role": "user", "content": "x"}], [], count, count,
+                         **kwargs)
+    return asyncio.create_task(reply), seen
+
+
+@pytest.mark.parametrize("kind", ["content", "reasoning", "arguments"])
+async def test_an_endless_reply_fails_at_the_size_limit_in_bounded_memory(
+        model: ScriptedModel, kind: Literal["content", "reasoning", "arguments"]) -> None:
+    """A server streaming forever: the call fails once the reply passes 8 MiB, and the
+    process grows by about that much, not by what the server sent."""
+    model.push(flood(kind, "y" * 1024, batch=64))
+    task, _ = counted_call(model)
+    failure: BaseException | None = None
+    with RssWatch(task) as watch:
+        try:
+            await asyncio.wait_for(task, 30)
+        except (ModelError, asyncio.CancelledError, TimeoutError) as exc:
+            failure = exc
+    assert not watch.aborted, f"RSS grew by {watch.growth // MIB} MiB"
+    assert isinstance(failure, ModelError), failure
+    assert failure.kind == "upstreamUnavailable"
+    assert "exceeded 8 MiB" in failure.message
+    assert watch.growth < 64 * MIB, f"RSS grew by {watch.growth // MIB} MiB"
+    assert MAX_REPLY_CHARS == 8 * MIB
+
+
+async def test_tiny_pieces_count_toward_the_limit(model: ScriptedModel) -> None:
+    model.push(flood("content", "x", batch=2048))
+    task, seen = counted_call(model, max_chars=256 * 1024)
+    with pytest.raises(ModelError) as info:
+        await asyncio.wait_for(task, 30)
+    assert "exceeded 256 KiB" in info.value.message
+    assert 256 * 1024 <= seen[0] <= 256 * 1024 + 1
+
+
+async def test_an_interrupt_mid_flood_ends_the_call_at_once(model: ScriptedModel) -> None:
+    """Thousands of one-character chunks a millisecond: the loop still runs other tasks,
+    and cancelling the call ends it (and its connection) within a fraction of a second."""
+    model.push(flood("content", "x", batch=4096))
+    task, seen = counted_call(model)
+    lags: list[float] = []
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.monotonic()
+            lags.append(now - last - 0.005)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    async with asyncio.timeout(20):
+        while seen[0] < 200_000:
+            await asyncio.sleep(0.01)
+    assert not task.done()
+    start = time.monotonic()
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=5)
+    elapsed = time.monotonic() - start
+    tick.cancel()
+    assert done and task.cancelled()
+    assert elapsed < 1.0, f"the call took {elapsed:.2f}s to end"
+    assert max(lags) < 0.25, f"the event loop stalled for {max(lags):.2f}s"
+    assert await asyncio.to_thread(model.wait_disconnects, 1, 5) >= 1
+
+
+# ---------------------------------------------------------------- a reply cut short
+
+
+@pytest.mark.parametrize("cut", ["end", "abort"])
+async def test_a_stream_cut_mid_tool_call_fails(model: ScriptedModel,
+                                                cut: Literal["end", "abort"]) -> None:
+    """The server goes away in the middle of a call's arguments (without a finish_reason or
+    [DONE]): the call fails, so no half-written tool call runs."""
+    model.push(tool_calls([("call_1", "write_file", '{"path": "a.py", "content": "x = 1"}')],
+                          split=4, cut=cut))
+    with pytest.raises(ModelError) as info:
+        await call(model)
+    assert info.value.kind == "upstreamUnavailable"
+    assert "ended the reply before it was complete" in info.value.message
+
+
+async def test_a_text_stream_without_finish_or_done_fails(model: ScriptedModel) -> None:
+    model.push(raw([chunk({"content": "half an ans"})], done=False))
+    with pytest.raises(ModelError) as info:
+        await call(model)
+    assert "ended the reply before it was complete" in info.value.message
+
+
+async def test_a_finish_reason_without_done_is_complete(model: ScriptedModel) -> None:
+    """Some proxies drop the [DONE] line; the finish_reason already ended the reply."""
+    model.push(tool_calls([("call_1", "bash", '{"command": "ls"}')]), text("fine", done=False))
+    reply, _, _ = await call(model)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("bash", '{"command": "ls"}')]
+    reply, content, _ = await call(model)
+    assert (content, reply.finish_reason) == ("fine", "stop")
+
+
+async def test_done_without_a_finish_reason_is_complete(model: ScriptedModel) -> None:
+    model.push(raw([chunk({"content": "all of it"})]))
+    reply, content, _ = await call(model)
+    assert (content, reply.finish_reason) == ("all of it", None)
+
+
+# ---------------------------------------------------------------- errors that echo a key
+
+KEY = "sk-proj-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LmNbVcXz1Q"
+ENV_TOKEN = "OPENAI_API_KEY=" + "a8F3kL9zQ2xW7vB4nM6pR1tY5uE0iO3s"
+
+
+def assert_redacted(exc: ModelError, *kept: str) -> None:
+    for text_ in (exc.message, str(exc)):
+        assert KEY[8:20] not in text_ and "a8F3kL9zQ2xW7vB4" not in text_, text_
+        assert "[REDACTED" in text_
+        for words in kept:
+            assert words in text_
+
+
+async def test_a_401_that_echoes_the_key_is_redacted(model: ScriptedModel) -> None:
+    assert len(KEY) == len("sk-proj-") + 40
+    model.push(error(401, f"Incorrect API key provided: {KEY}. Or set {ENV_TOKEN} instead.",
+                     type_="invalid_request_error"))
+    with pytest.raises(ModelError) as info:
+        await call(model)
+    assert info.value.kind == "unauthorized"
+    assert_redacted(info.value, "Incorrect API key provided", "OPENAI_API_KEY")
+
+
+async def test_a_plain_text_error_body_that_echoes_the_key_is_redacted(
+        model: ScriptedModel) -> None:
+    model.push(error_text(403, f"proxy: key {KEY} is not allowed; {ENV_TOKEN}"))
+    with pytest.raises(ModelError) as info:
+        await call(model)
+    assert info.value.kind == "unauthorized"
+    assert_redacted(info.value, "is not allowed")
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    (f"upstream refused {KEY} ({ENV_TOKEN})", "upstreamUnavailable"),
+    (f"context length exceeded for {KEY} ({ENV_TOKEN})", "contextWindowExceeded"),
+])
+async def test_an_error_event_that_echoes_the_key_is_redacted(
+        model: ScriptedModel, message: str, kind: str) -> None:
+    model.push(raw([chunk({"content": "par"}), {"error": {"message": message}}]))
+    with pytest.raises(ModelError) as info:
+        await call(model)
+    assert info.value.kind == kind
+    assert_redacted(info.value)

@@ -5,7 +5,9 @@ A real HTTP/1.1 server on 127.0.0.1 (keep-alive, chunked transfer encoding) that
 ``text/event-stream`` of ``data: {json}`` chunks ending with ``data: [DONE]`` (or one JSON
 body when the request has no ``stream: true``), and ``GET /v1/models``. Each POST consumes
 one queued :class:`Response`, made by the builders ``text``, ``tool_calls``, ``error``,
-``hang``, ``gated``, ``raw`` and ``token_text``. ``POST /v1/responses`` (the Responses API,
+``error_text``, ``hang``, ``gated``, ``raw``, ``token_text`` and ``flood``. A reply can also
+end without ``[DONE]`` (``done=False``) or be cut off mid-body (``abort``), as a crashed
+server or a proxy does. ``POST /v1/responses`` (the Responses API,
 which Codex speaks) streams the text of the same replies as Responses events.
 
 Run ``python -m tests.fakes.model_server --port N [--text-tokens N]`` to serve a fixed
@@ -15,6 +17,7 @@ N-token reply to every request (for benchmarks and manual tries).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import select
@@ -24,11 +27,11 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +50,28 @@ class Pause:
     until: threading.Event | None = None
 
 
-Step = JSON | str | Pause
+# A data payload (a dict is JSON-encoded, a str sent verbatim), a pause, or bytes already
+# framed as SSE events (``data: ...\n\n``), written as they are in one HTTP chunk.
+Step = JSON | str | Pause | bytes
 
 
 @dataclass(frozen=True)
 class Response:
-    """One scripted answer: an HTTP error, or the steps of a reply built per request."""
+    """One scripted answer: an HTTP error, or the steps of a reply built per request.
+
+    A streamed reply ends with ``data: [DONE]`` unless ``done`` is False; with ``abort`` the
+    connection is shut after the steps, without the body's terminating chunk. ``body``, when
+    set, is an error's whole body, sent as text/plain instead of the JSON error object.
+    """
 
     status: int = 200
     message: str = ""
     error_type: str = "server_error"
     start_delay: float = 0.0
-    build: Callable[[JSON], list[Step]] | None = None
+    build: Callable[[JSON], Iterable[Step]] | None = None
+    done: bool = True
+    abort: bool = False
+    body: str | None = None
 
 
 Responder = Response | Callable[[JSON], Response]
@@ -139,11 +152,12 @@ def _split(text_: str, parts: int) -> list[str]:
 
 
 def text(content: str, *, chunk_size: int = 4, reasoning: str | None = None, usage: bool = True,
-         delay: float = 0.0, finish_reason: str = "stop", start_delay: float = 0.0) -> Response:
+         delay: float = 0.0, finish_reason: str = "stop", start_delay: float = 0.0,
+         done: bool = True) -> Response:
     """A text reply: ``reasoning`` as ``delta.reasoning_content`` first, then ``content``.
 
     ``delay`` is the pause between chunks; ``start_delay`` the pause before the response
-    headers (a server still processing the prompt).
+    headers (a server still processing the prompt); ``done=False`` leaves out ``[DONE]``.
     """
     def build(request: JSON) -> list[Step]:
         script = _Script(request, delay)
@@ -152,7 +166,7 @@ def text(content: str, *, chunk_size: int = 4, reasoning: str | None = None, usa
         return script.finish(finish_reason, usage)
 
     _chunks(content, chunk_size)
-    return Response(start_delay=start_delay, build=build)
+    return Response(start_delay=start_delay, build=build, done=done)
 
 
 def token_text(count: int, *, delay: float = 0.0) -> Response:
@@ -167,12 +181,16 @@ def token_text(count: int, *, delay: float = 0.0) -> Response:
 
 def tool_calls(calls: list[tuple[str, str, str]], *, content: str | None = "", split: int = 3,
                usage: bool = True, finish_reason: str = "tool_calls", delay: float = 0.0,
-               start_delay: float = 0.0) -> Response:
+               start_delay: float = 0.0, cut: Literal["end", "abort"] | None = None) -> Response:
     """Tool-call deltas for ``calls`` = [(call_id, name, raw argument text)], after ``content``.
 
     The first delta of a call carries index, id, type and name; later ones carry only the
     index and an argument fragment. Deltas beside tool calls carry ``content: ""`` as
     llama.cpp sends; ``content=None`` leaves the key out (no content delta at all).
+
+    ``cut`` stops the reply after the first argument fragment of the last call (no finish
+    chunk, no ``[DONE]``): ``"end"`` still ends the HTTP body properly, ``"abort"`` shuts
+    the connection mid-body.
     """
     beside: JSON = {} if content is None else {"content": ""}
 
@@ -186,14 +204,21 @@ def tool_calls(calls: list[tuple[str, str, str]], *, content: str | None = "", s
                     call = {"index": index, "id": call_id, "type": "function",
                             "function": {"name": name, "arguments": piece}}
                 script.delta({**beside, "tool_calls": [call]}, len(piece))
+                if cut and index == len(calls) - 1:
+                    return script.steps
         return script.finish(finish_reason, usage)
 
-    return Response(start_delay=start_delay, build=build)
+    return Response(start_delay=start_delay, build=build, done=cut is None, abort=cut == "abort")
 
 
 def error(status: int, message: str = "error", *, type_: str = "server_error") -> Response:
     """An HTTP error with a JSON body ``{"error": {...}}``, sent before any stream starts."""
     return Response(status=status, message=message, error_type=type_)
+
+
+def error_text(status: int, body: str) -> Response:
+    """An HTTP error whose body is ``body`` as plain text (a proxy's page, not JSON)."""
+    return Response(status=status, body=body)
 
 
 def hang(seconds: float = 30.0, *, after_text: str = "") -> Response:
@@ -219,8 +244,10 @@ def gated(before: str, after: str, gate: threading.Event, *, timeout: float = 30
     return Response(build=build)
 
 
-def raw(chunks: list[JSON | str], *, delay: float = 0.0) -> Response:
-    """Send exactly these data payloads (dicts JSON-encoded, strings verbatim), then [DONE]."""
+def raw(chunks: list[JSON | str], *, delay: float = 0.0, done: bool = True,
+        abort: bool = False) -> Response:
+    """Send exactly these data payloads (dicts JSON-encoded, strings verbatim), then [DONE]
+    (unless ``done`` is False; ``abort`` shuts the connection mid-body instead)."""
     def build(request: JSON) -> list[Step]:
         steps: list[Step] = []
         for chunk in chunks:
@@ -229,7 +256,28 @@ def raw(chunks: list[JSON | str], *, delay: float = 0.0) -> Response:
             steps.append(chunk)
         return steps
 
-    return Response(build=build)
+    return Response(build=build, done=done and not abort, abort=abort)
+
+
+def flood(kind: Literal["content", "reasoning", "arguments"] = "content", piece: str = "x", *,
+          batch: int = 512) -> Response:
+    """An endless streamed reply, as fast as the socket takes it: chunks whose delta is
+    ``piece`` (as content, reasoning, or the arguments of one tool call), ``batch`` events
+    to a write. It never finishes; it ends when the client goes away or the server stops.
+    Streaming requests only (a non-streaming one would never be answered)."""
+    def build(request: JSON) -> Iterable[Step]:
+        script = _Script(request)
+        if kind == "arguments":
+            script.delta({"tool_calls": [{"index": 0, "id": "call_flood", "type": "function",
+                                          "function": {"name": "bash", "arguments": ""}}]})
+            delta: JSON = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+        else:
+            delta = {"reasoning_content" if kind == "reasoning" else "content": piece}
+        event = script._chunk([{"index": 0, "delta": delta, "finish_reason": None}])
+        blob = f"data: {json.dumps(event)}\n\n".encode() * batch
+        return itertools.chain(script.steps, itertools.repeat(blob))
+
+    return Response(build=build, done=False)
 
 
 def _merge_chunks(chunks: list[JSON]) -> JSON:
@@ -360,12 +408,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, request: JSON, response: Response) -> None:
         if response.start_delay > 0 and not self._pause(response.start_delay):
             return
+        if response.build is None and response.body is not None:
+            self._send_text(response.status, response.body)
+            return
         if response.build is None:
             self._send_error(response.status, response.message, response.error_type)
             return
         steps = response.build(request)
         if request.get("stream"):
-            self._stream(steps)
+            self._stream(steps, response)
         else:
             self._whole(steps)
 
@@ -392,6 +443,17 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self._gone()
 
+    def _send_text(self, status: int, body: str) -> None:
+        data = body.encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            self._gone()
+
     def _send_error(self, status: int, message: str, type_: str) -> None:
         self._send_json(status, {"error": {"message": message, "type": type_, "code": status}})
 
@@ -403,7 +465,7 @@ class _Handler(BaseHTTPRequestHandler):
             error |= {"n_prompt_tokens": prompt_tokens(request), "n_ctx": owner.max_prompt_tokens}
         self._send_json(400, {"error": error})
 
-    def _whole(self, steps: list[Step]) -> None:
+    def _whole(self, steps: Iterable[Step]) -> None:
         chunks: list[JSON] = []
         for step in steps:
             if isinstance(step, Pause):
@@ -426,20 +488,30 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
-    def _stream(self, steps: list[Step]) -> None:
+    def _stream(self, steps: Iterable[Step], response: Response) -> None:
         if not self._open_events():
             return
-        for step in [*steps, "[DONE]"]:
+        for step in itertools.chain(steps, ["[DONE]"] if response.done else []):
             if isinstance(step, Pause):
                 sent = self._pause(step.seconds, step.until)
+            elif isinstance(step, bytes):
+                sent = self._write_chunk(step)
             else:
                 payload = step if isinstance(step, str) else json.dumps(step)
                 sent = self._write_chunk(f"data: {payload}\n\n".encode())
             if not sent:
                 return
+        if response.abort:  # a crash mid-reply: the body never gets its terminating chunk
+            try:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
         self._write_chunk(b"")
 
-    def _stream_responses(self, steps: list[Step]) -> None:
+    def _stream_responses(self, steps: Iterable[Step]) -> None:
         """The text deltas of ``steps`` as a Responses API event stream."""
         rid, mid = f"resp_{uuid.uuid4().hex[:24]}", f"msg_{uuid.uuid4().hex[:24]}"
         texts: list[str] = []

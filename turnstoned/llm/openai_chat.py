@@ -4,6 +4,14 @@ Tolerates what real OpenAI-compatible servers send: tool-call deltas assembled
 by index, ids of any shape (or none), ``content: ""`` beside calls, reasoning in
 ``reasoning_content``/``reasoning`` deltas or inline ``<think>`` blocks, usage
 in a trailing chunk with no choices, unknown extra fields.
+
+And what a broken or hostile one sends: a reply is at most ``MAX_REPLY_CHARS``
+(an endless stream fails the call instead of filling memory), the loop is
+yielded to every few events (an interrupt lands even in a flood of tiny
+chunks), a stream that ends with neither a ``finish_reason`` nor ``[DONE]``
+fails as cut short (no half-written tool call runs), and an error message
+built from the server's words is redacted by the output guard first (a 401
+may echo the key it refused).
 """
 
 from __future__ import annotations
@@ -16,15 +24,32 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
+import httpx2
 import msgspec
 import openai
 
+from turnstoned import guard
 from turnstoned.config import ModelSettings
 from turnstoned.llm.types import ModelError, ModelReply, OnUsage, RawToolCall
+from turnstoned.protocol import TurnErrorKind
 
 log = logging.getLogger(__name__)
 
 _decode = msgspec.json.Decoder().decode
+
+# The most one reply may hold, in characters: its text, reasoning and tool calls (names and
+# arguments) together. A model's reply is at most a few MiB of text; past this the server
+# is looping or hostile, and the call fails rather than the daemon's memory.
+MAX_REPLY_CHARS = 8 * 1024 * 1024
+# What each tool call costs of that budget besides its text (its records), so a flood of
+# empty calls is stopped too.
+_CALL_COST = 256
+# The longest tool name kept (OpenAI allows 64 characters); more is dropped, not appended.
+_MAX_NAME = 1024
+# Stream events between yields to the event loop: a flood of tiny chunks that arrive
+# faster than they are read never leaves the socket empty, so the loop would otherwise
+# get a turn only once per read of 64 KiB (about a thousand events).
+_YIELD_EVERY = 128
 
 _clients: dict[tuple[str | None, str, float], openai.AsyncOpenAI] = {}
 # Set once a client's warm-up connection is open (or failed): a turn that starts meanwhile
@@ -78,26 +103,37 @@ async def _after_warm_up(model: ModelSettings) -> None:
             pass  # a slow server: the turn opens its own connection
 
 
+def _redact(text: str) -> str:
+    """``text`` with any credential in it replaced, by the output guard's rules."""
+    return guard.check(text, redact=True).text
+
+
+def _error(kind: TurnErrorKind, message: str, context_limit: int | None = None) -> ModelError:
+    """A turn error whose message may quote the server (or a URL): redacted, since a server
+    echoes back the key it refused and the message goes to the editor and the logs."""
+    return ModelError(kind, _redact(message), context_limit=context_limit)
+
+
 def classify(exc: BaseException) -> ModelError:
     """Map an SDK exception onto a typed turn error."""
     if isinstance(exc, ModelError):
         return exc
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return ModelError("unauthorized", f"The model server refused the credentials: {_msg(exc)}")
+        return _error("unauthorized", f"The model server refused the credentials: {_msg(exc)}")
     if isinstance(exc, openai.RateLimitError):
-        return ModelError("rateLimited", f"The model server is rate limiting: {_msg(exc)}")
+        return _error("rateLimited", f"The model server is rate limiting: {_msg(exc)}")
     if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError, openai.NotFoundError)):
         text = _msg(exc)
         if any(h in text.lower() for h in _CONTEXT_HINTS):
             return _context_error(text, exc.body)
-        return ModelError("badRequest", f"The model server rejected the request: {text}")
+        return _error("badRequest", f"The model server rejected the request: {text}")
     if isinstance(exc, openai.APIStatusError):
-        return ModelError("upstreamUnavailable", f"Model server error {exc.status_code}: {_msg(exc)}")
+        return _error("upstreamUnavailable", f"Model server error {exc.status_code}: {_msg(exc)}")
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
         request = getattr(exc, "request", None)
         where = f" at {request.url}" if request is not None else ""
-        return ModelError("upstreamUnavailable", f"Cannot reach the model server{where}: {exc}")
-    return ModelError("upstreamUnavailable", f"The model stream failed: {type(exc).__name__}: {exc}")
+        return _error("upstreamUnavailable", f"Cannot reach the model server{where}: {exc}")
+    return _error("upstreamUnavailable", f"The model stream failed: {type(exc).__name__}: {exc}")
 
 
 def _context_error(text: str, body: Any) -> ModelError:
@@ -107,18 +143,64 @@ def _context_error(text: str, body: Any) -> ModelError:
     if not isinstance(limit, int):
         found = _LIMIT_IN_TEXT.search(text)
         limit = int(found.group(1)) if found else None
-    return ModelError("contextWindowExceeded", text, context_limit=limit or None)
+    return _error("contextWindowExceeded", text, context_limit=limit or None)
 
 
 def _msg(exc: openai.APIStatusError) -> str:
+    """The server's own words for a refusal (redacted: they may quote the key)."""
     body = exc.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
+            return _redact(str(inner["message"]))
         if isinstance(inner, str):
-            return inner
-    return str(exc.message)
+            return _redact(inner)
+    if isinstance(body, str) and body.strip():  # a proxy's own text: its first words
+        return _redact(f"{exc.message} - {' '.join(body.split())[:300]}")
+    return _redact(str(exc.message))
+
+
+def _size(chars: int) -> str:
+    if chars >= 1024 * 1024:
+        return f"{chars / (1024 * 1024):g} MiB"
+    return f"{chars / 1024:g} KiB" if chars >= 1024 else f"{chars} characters"
+
+
+class _Budget:
+    """What one reply may still hold; ``spend`` fails the call once it is over."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def spend(self, chars: int) -> None:
+        self.used += chars
+        if self.used > self.limit:
+            raise ModelError(
+                "upstreamUnavailable",
+                f"The model's reply exceeded {_size(self.limit)}, the most one reply may hold; "
+                "the call was stopped (the server may be looping).")
+
+
+class _Pieces:
+    """Text that arrives in pieces, kept in few strings: every 256 pieces are joined into
+    one, so a reply of a million one-character deltas holds thousands of strings, not a
+    million (a str object costs ~50 bytes besides its text)."""
+
+    __slots__ = ("joined", "tail")
+
+    def __init__(self) -> None:
+        self.joined: list[str] = []
+        self.tail: list[str] = []
+
+    def add(self, piece: str) -> None:
+        self.tail.append(piece)
+        if len(self.tail) >= 256:
+            self.joined.append("".join(self.tail))
+            self.tail.clear()
+
+    def text(self) -> str:
+        return "".join(self.joined + self.tail)
 
 
 class _ThinkSplitter:
@@ -165,10 +247,12 @@ class _Assembler:
 
     def __init__(self) -> None:
         self.calls: dict[int, RawToolCall] = {}
+        self.arguments: dict[int, _Pieces] = {}  # joined into each call's text at the end
         self.order: list[int] = []
         self.alias: dict[int, int] = {}  # server index -> our slot
 
-    def add(self, delta: dict[str, Any]) -> None:
+    def add(self, delta: dict[str, Any]) -> int:
+        """Fold in one delta; returns how much of the reply's budget it took."""
         server_index = delta.get("index")
         index = server_index if isinstance(server_index, int) else (
             self.order[-1] if self.order else 0)
@@ -181,21 +265,27 @@ class _Assembler:
             slot = -1 - len(self.alias)  # negative: never a server's own index
             self.alias[server_index if isinstance(server_index, int) else 0] = slot
             index, current = slot, None
+        cost = len(call_id)
         if current is None:
             current = RawToolCall(id=call_id, name="")
             self.calls[index] = current
+            self.arguments[index] = _Pieces()
             self.order.append(index)
+            cost += _CALL_COST
         elif call_id and not current.id:
             current.id = call_id
         name, arguments = _text(fn.get("name")), _text(fn.get("arguments"))
-        if name and current.name != name:
+        if name and current.name != name and len(current.name) + len(name) <= _MAX_NAME:
             current.name += name
-        current.arguments += arguments
+        if arguments:
+            self.arguments[index].add(arguments)
+        return cost + len(name) + len(arguments)
 
     def result(self) -> list[RawToolCall]:
         out = []
         for i in self.order:
             call = self.calls[i]
+            call.arguments += self.arguments[i].text()
             call.name = call.name.strip()
             if not call.id:
                 call.id = f"call_{secrets.token_hex(12)}"
@@ -208,28 +298,63 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-async def _events(response: Any) -> AsyncIterator[dict[str, Any]]:
-    """The stream's ``data:`` payloads as dicts, until ``[DONE]``.
+class _Events:
+    """The stream's ``data:`` payloads as dicts, until ``[DONE]`` (``done`` says it came).
 
     The SDK makes the request (auth, retries, status errors), but its per-chunk
     pydantic models cost ~100 us a token; the payloads are decoded with msgspec
-    instead, leniently: a payload that is not a JSON object is skipped.
+    instead, leniently: a payload that is not a JSON object is skipped. Lines are
+    split here, from the body's bytes, so that one endless line is refused at
+    ``max_line`` bytes instead of being buffered whole; every ``_YIELD_EVERY``
+    events the loop gets a turn.
     """
-    async for line in response.iter_lines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        try:
-            chunk = _decode(data)
-        except msgspec.DecodeError:
-            log.warning("skipping an unreadable stream event: %.200s", data)
-            continue
-        if isinstance(chunk, dict):
-            if chunk.get("error"):
-                raise _stream_error(chunk["error"])
-            yield chunk
+
+    def __init__(self, max_line: int) -> None:
+        self.max_line = max_line
+        self.done = False
+
+    async def _lines(self, response: Any) -> AsyncIterator[bytes]:
+        buffer = bytearray()
+        async for data in response.iter_bytes():
+            if b"\r" in data:  # CRLF or CR line ends (a raw CR is escaped inside JSON)
+                data = data.replace(b"\r", b"\n")
+            start = len(buffer)  # what is already buffered holds no line end
+            buffer += data
+            if buffer.find(b"\n", start) >= 0:
+                end = buffer.rfind(b"\n")
+                lines = bytes(buffer[:end]).split(b"\n")
+                del buffer[:end + 1]
+                for line in lines:
+                    yield line
+            if len(buffer) > self.max_line:
+                raise ModelError("upstreamUnavailable",
+                                 f"The model's reply exceeded {_size(self.max_line)} in one "
+                                 "stream event; the call was stopped.")
+        if buffer:
+            yield bytes(buffer)
+
+    async def __call__(self, response: Any) -> AsyncIterator[dict[str, Any]]:
+        count = 0
+        async for line in self._lines(response):
+            if not line.startswith(b"data:"):
+                continue
+            count += 1
+            if count % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # an interrupt (a cancel) lands here in a flood
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                self.done = True
+                return
+            try:
+                chunk = _decode(data)
+            except msgspec.DecodeError:
+                shown = data[:200].decode("utf-8", "replace")
+                log.warning("skipping an unreadable stream event: %s", _redact(shown))
+                continue
+            if isinstance(chunk, dict):
+                if chunk.get("error"):
+                    raise _stream_error(chunk["error"])
+                yield chunk
 
 
 def _stream_error(error: Any) -> ModelError:
@@ -237,11 +362,17 @@ def _stream_error(error: Any) -> ModelError:
     text = str(message or error)
     if any(h in text.lower() for h in _CONTEXT_HINTS):
         return _context_error(text, error)
-    return ModelError("upstreamUnavailable", f"The model server reported an error mid-stream: {text}")
+    return _error("upstreamUnavailable", f"The model server reported an error mid-stream: {text}")
+
+
+def _cut_short(detail: str = "") -> ModelError:
+    return ModelError("upstreamUnavailable",
+                      "The model server ended the reply before it was complete (no "
+                      f"finish_reason and no [DONE]{detail}); nothing of it was acted on.")
 
 
 def _apply(chunk: dict[str, Any], reply: ModelReply, calls: _Assembler, think: _ThinkSplitter,
-           push: Callable[[str, str], None]) -> None:
+           push: Callable[[str, str], None], budget: _Budget) -> None:
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         reply.usage = {k: int(usage.get(k) or 0)
@@ -251,14 +382,15 @@ def _apply(chunk: dict[str, Any], reply: ModelReply, calls: _Assembler, think: _
             continue
         delta = choice.get("delta") or {}
         thought = _text(delta.get("reasoning_content")) or _text(delta.get("reasoning"))
+        content = _text(delta.get("content"))
+        budget.spend(len(thought) + len(content))  # before anything of it is shown
         if thought:
             push("", thought)
-        content = _text(delta.get("content"))
         if content:
             push(*think.feed(content))
         for tc in delta.get("tool_calls") or ():
             if isinstance(tc, dict):
-                calls.add(tc)
+                budget.spend(calls.add(tc))
         if choice.get("finish_reason"):
             reply.finish_reason = str(choice["finish_reason"])
 
@@ -269,8 +401,17 @@ async def stream_reply(
     tools: list[dict[str, Any]],
     on_text: Callable[[str], None],
     on_reasoning: Callable[[str], None],
+    *,
+    max_chars: int = MAX_REPLY_CHARS,
 ) -> ModelReply:
-    """One streamed model call; text and reasoning are pushed as they arrive."""
+    """One streamed model call; text and reasoning are pushed as they arrive.
+
+    Raises ``ModelError`` when the call fails, the reply grows past ``max_chars``
+    (text, reasoning and tool calls together), or the stream ends with neither a
+    ``finish_reason`` nor ``[DONE]`` (cut short: its tool calls may be half-written).
+    A finish_reason without [DONE] (some proxies drop it), or [DONE] without a
+    finish_reason, is a complete reply.
+    """
     kwargs: dict[str, Any] = {
         "model": model.name, "messages": messages, "stream": True,
         "stream_options": {"include_usage": True},
@@ -282,29 +423,36 @@ async def stream_reply(
     if model.temperature is not None:
         kwargs["temperature"] = model.temperature
     reply, calls, think = ModelReply(), _Assembler(), _ThinkSplitter()
-    text: list[str] = []
-    reasoning: list[str] = []
+    budget = _Budget(max_chars)
+    # One event holds at most the whole budget, JSON-escaped (\uXXXX: 6 bytes a character).
+    events = _Events(max_line=6 * max_chars + 65536)
+    text, reasoning = _Pieces(), _Pieces()
 
     def push(content: str, thought: str) -> None:
         if thought:
-            reasoning.append(thought)
+            reasoning.add(thought)
             on_reasoning(thought)
         if content:
-            text.append(content)
+            text.add(content)
             on_text(content)
 
     await _after_warm_up(model)
     try:
         async with _client(model).chat.completions.with_streaming_response.create(**kwargs) as response:
-            async for chunk in _events(response):
-                _apply(chunk, reply, calls, think, push)
+            try:
+                async for chunk in events(response):
+                    _apply(chunk, reply, calls, think, push, budget)
+            except (httpx2.RemoteProtocolError, httpx2.ReadError) as exc:  # the body broke off
+                raise _cut_short(f": {exc}") from exc
     except ModelError:
         raise
     except Exception as exc:  # every SDK or transport failure becomes a typed turn error
         raise classify(exc) from exc
+    if reply.finish_reason is None and not events.done:
+        raise _cut_short()
     push(*think.flush())
-    reply.content = "".join(text)
-    reply.reasoning = "".join(reasoning)
+    reply.content = text.text()
+    reply.reasoning = reasoning.text()
     reply.tool_calls = calls.result()
     return reply
 

@@ -14,6 +14,10 @@ server exiting, an HTTP transport failing), not only at the next health ping.
 The client speaks the 2025-11-25 handshake (``initialize``), whose list_changed
 notifications arrive on the session's ``message_handler`` (the package
 docstring says why not the 2026-07-28 discover mode).
+
+A server's stderr and its error messages become status errors and log lines the
+editor shows, so they pass the output guard's redaction first: a server that
+fails to authenticate often prints the key it was given.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from turnstoned import __version__
+from turnstoned import __version__, guard
 from turnstoned.mcp import discovery, render
 from turnstoned.mcp.config import ServerSpec
 from turnstoned.mcp.models import ConnectError, MCPCallResult
@@ -214,6 +218,7 @@ class Connection:
     def _stderr_line(self, line: bytes) -> None:
         text = line.decode("utf-8", "replace").rstrip()
         if text:
+            text = redact(text)
             self.stderr_tail.append(text[:1000])
             server_log.info("[%s] %s", self.spec.name, text)
 
@@ -223,7 +228,8 @@ class Connection:
 
     def _with_stderr(self, message: str) -> str:
         tail = list(self.stderr_tail)[-5:]
-        return message + ("\nserver stderr:\n" + "\n".join(tail) if tail else "")
+        # Lines were redacted one by one; the whole again, for a secret spread over lines.
+        return redact(message + ("\nserver stderr:\n" + "\n".join(tail) if tail else ""))
 
     def _stream_ended(self) -> None:
         self._report_lost("the server closed the connection")
@@ -411,10 +417,20 @@ async def _preflight(url: str) -> None:
         await writer.wait_closed()
 
 
+def redact(text: str) -> str:
+    """``text`` with any credential in it replaced, by the output guard's rules."""
+    return guard.check(text, redact=True).text
+
+
 def describe(exc: BaseException) -> str:
-    """A one-line account of a connect failure, flattening exception groups."""
+    """A one-line account of a connect failure, flattening exception groups; redacted,
+    since a server's error message may quote a key."""
+    return redact(_describe(exc))
+
+
+def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(dict.fromkeys(describe(e) for e in exc.exceptions))
+        return "; ".join(dict.fromkeys(_describe(e) for e in exc.exceptions))
     if isinstance(exc, ConnectError):
         return str(exc)
     if isinstance(exc, TimeoutError):

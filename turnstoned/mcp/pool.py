@@ -14,6 +14,10 @@ more round; a failed refresh is retried on the next health tick. An idle
 server that misses ``MAX_MISSED_PINGS`` pings in a row (alive but wedged) is
 abandoned, its process stopped, and reconnected like a dead one.
 
+Every error text a server's state carries (``Server.error``, a refresh's error) and every
+failure logged here passes the output guard's redaction: it may quote a server's stderr or
+error message, and those echo keys.
+
 A server added ``untrusted`` is only listed: it never connects. A server with a
 ``gate`` asks it before every connect and reconnect; a refusal turns it
 ``untrusted`` (with the reason as its error) and stops its retries.
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from turnstoned import guard
 from turnstoned.mcp.config import ServerSpec
 from turnstoned.mcp.models import (
     CatalogChange,
@@ -191,7 +196,9 @@ class ServerPool:
                     change = await self._rediscover(srv, ALL_KINDS)
                     return msgspec.structs.replace(change, status=srv.state)
                 except ConnectError as exc:
-                    return CatalogChange(server=srv.spec.name, status=srv.state, error=str(exc))
+                    return CatalogChange(
+                        server=srv.spec.name, status=srv.state, error=_redact(str(exc))
+                    )
         if srv.connecting is not None:  # a connect is in flight: let it finish first
             async with srv.lock:
                 pass
@@ -236,7 +243,10 @@ class ServerPool:
                 except ConnectError as exc:
                     srv.pending |= kinds  # retried on the next health tick
                     log.warning(
-                        "MCP server %r: refresh of %s failed: %s", srv.spec.name, sorted(kinds), exc
+                        "MCP server %r: refresh of %s failed: %s",
+                        srv.spec.name,
+                        sorted(kinds),
+                        _redact(str(exc)),
                     )
                     return
 
@@ -306,6 +316,7 @@ class ServerPool:
             return True
 
     def _failed(self, srv: Server, error: str) -> None:
+        error = _redact(error)
         repeated = srv.attempt > 0 and srv.error == error
         log.log(
             logging.DEBUG if repeated else logging.WARNING,
@@ -318,6 +329,7 @@ class ServerPool:
     def _on_lost(self, srv: Server, conn: Connection, reason: str) -> None:
         if self.closed or srv.conn is not conn:
             return
+        reason = _redact(reason)
         log.warning("MCP server %r: connection lost (%s); reconnecting", srv.spec.name, reason)
         srv.conn = None
         self._close_later(conn)
@@ -358,7 +370,7 @@ class ServerPool:
             await asyncio.gather(task, return_exceptions=True)
 
     def _set_state(self, srv: Server, state: ServerState, error: str | None) -> None:
-        srv.state, srv.error = state, error
+        srv.state, srv.error = state, _redact(error) if error else error
         self._on_status(srv)
 
     def _close_later(self, conn: Connection) -> None:
@@ -373,6 +385,10 @@ class ServerPool:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+
+def _redact(text: str) -> str:
+    return guard.check(text, redact=True).text
 
 
 def _counts(cat: ServerCatalog) -> str:
