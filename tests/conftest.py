@@ -21,6 +21,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("TURNSTONED_HOME", str(home))
     for name in ("TURNSTONED_CONFIG", "TURNSTONED_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    write_config(home, "")
     return home
 
 
@@ -178,10 +179,15 @@ async def engine(sink: RecordingSink, model: ScriptedModel) -> AsyncIterator[Any
     eng.terminate()
 
 
+# Tests of approvals ask as the read-only mode does (every change and command asks) unless
+# they choose a mode: the modes themselves are tested where they are named.
+TEST_MODE = '[approvals]\nmode = "read-only"\n'
+
+
 def write_config(home: Path, text: str) -> Path:
     path = home / "config" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(text if "[approvals]" in text else f"{text}\n{TEST_MODE}")
     return path
 
 

@@ -145,6 +145,15 @@ class JudgeConfig(_Section):
     confidence_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.95
 
 
+class ApprovalsConfig(_Section):
+    """``[approvals]``: what runs without asking in new sessions."""
+
+    # read-only | auto (reads, workspace edits and sandboxed commands run unasked) |
+    # full-access (no sandbox; destructive, credential and outside-the-workspace calls ask)
+    # | plan (read-only while the model writes a plan the user approves).
+    mode: Literal["read-only", "auto", "full-access", "plan"] = "auto"
+
+
 class PolicyRule(_Section):
     """One tool policy (``[[policies]]`` in config.toml or a workspace's policies.toml).
 
@@ -185,6 +194,7 @@ class Config(_Section):
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    approvals: ApprovalsConfig = msgspec.field(default_factory=ApprovalsConfig)
     policies: list[PolicyRule] = []
 
 

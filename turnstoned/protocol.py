@@ -24,8 +24,11 @@ PROTOCOL_VERSION = 1
 # adds intent verdicts, the judge, smart approvals, tool policies, readable grants and edited
 # arguments; "1.6" adds daemon/health's model probe (``probe``, ``modelReachable``); "1.7"
 # adds several clients of a resident daemon (session/unsubscribe, clients and resident in
-# daemon/health); "1.8" adds ``usage`` to session/compacted.
-PROTOCOL_REVISION = "1.8"
+# daemon/health); "1.8" adds ``usage`` to session/compacted; "1.9" adds approval modes
+# (``approvalMode`` on session/start and session info, session/setMode,
+# session/modeChanged), the command sandbox (``sandbox`` on tool-call and approval items,
+# ``escalation`` on approval items, ``sandbox`` in daemon/health).
+PROTOCOL_REVISION = "1.9"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -105,6 +108,13 @@ TurnStatus = Literal["completed", "interrupted", "failed"]
 SessionStatus = Literal["idle", "running", "closed"]
 FileChangeKind = Literal["create", "modify", "delete"]
 Risk = Literal["low", "medium", "high", "critical"]
+# What runs without asking: reads only; reads, edits in the workspace and sandboxed commands
+# (the default); everything but destructive, credential and outside-the-workspace calls,
+# without a sandbox; or reads only while the model prepares a plan for the user to approve.
+ApprovalMode = Literal["read-only", "auto", "full-access", "plan"]
+# How a command ran: inside the OS sandbox, outside it (no sandbox, or the mode has none),
+# or outside it because the user approved the model's request to leave it.
+SandboxUse = Literal["sandboxed", "unsandboxed", "escalated"]
 Recommendation = Literal["approve", "review", "deny"]
 # Who judged: the rule table, the LLM judge, or the judge failing (no answer, a timeout,
 # an answer that could not be read: it then recommends review).
@@ -200,6 +210,8 @@ class ToolCallItem(Wire, kw_only=True, tag="toolCall", tag_field="type"):
     # The user edited the call in the approval: what the model asked for (``arguments``
     # is what ran).
     original_arguments: str | None = None
+    # For commands (bash, watch): how it ran with respect to the sandbox.
+    sandbox: SandboxUse | None = None
 
 
 class NoticeItem(Wire, kw_only=True, tag="notice", tag_field="type"):
@@ -228,6 +240,8 @@ class SessionStartParams(Wire, kw_only=True):
     skip_permissions: bool = False
     title: str | None = None
     workspace: str | None = None
+    # null: the daemon's default ([approvals] mode, "auto" unless configured).
+    approval_mode: ApprovalMode | None = None
 
 
 class SessionStartResult(Wire, kw_only=True):
@@ -245,6 +259,7 @@ class SessionInfo(Wire, kw_only=True):
     status: SessionStatus
     # The coordinator session that spawned this one (its tools manage it); null otherwise.
     parent_session_id: str | None = None
+    approval_mode: ApprovalMode = "auto"
 
 
 class SessionListResult(Wire, kw_only=True):
@@ -259,6 +274,16 @@ class SessionResumeResult(Wire, kw_only=True):
     session_id: str
     session: SessionInfo
     items: list[Item]
+
+
+class SessionSetModeParams(Wire, kw_only=True):
+    session_id: str
+    mode: ApprovalMode
+
+
+class SessionSetModeResult(Wire, kw_only=True):
+    mode: ApprovalMode
+    previous: ApprovalMode
 
 
 class SessionCompactResult(Wire, kw_only=True):
@@ -371,6 +396,14 @@ class DaemonHealthParams(Wire, kw_only=True):
     probe: bool = False
 
 
+class SandboxHealth(Wire, kw_only=True):
+    """The OS sandbox for commands: whether this machine has one, and what it enforces (or
+    why there is none: then commands ask as they did before approval modes)."""
+
+    available: bool
+    detail: str = ""
+
+
 class DaemonHealthResult(Wire, kw_only=True):
     """``modelReachable`` (with ``probe``): the model server answered ``/models`` (true, though
     ``modelError`` may say it answered with an error), could not be reached (false), or was
@@ -391,6 +424,7 @@ class DaemonHealthResult(Wire, kw_only=True):
     clients: int = 1
     # The daemon outlives its clients: `turnstoned serve`, reached through `turnstoned attach`.
     resident: bool = False
+    sandbox: SandboxHealth | None = None
 
 
 MemoryScope = Literal["global", "workstream", "user", "coordinator", "project"]
@@ -726,6 +760,14 @@ class SessionNotice(Event, kw_only=True):
     data: dict[str, Any] = {}
 
 
+class SessionModeChanged(Event, kw_only=True):
+    """A session's approval mode changed (session/setMode, or the user approved a plan)."""
+
+    session_id: str
+    mode: ApprovalMode
+    previous: ApprovalMode
+
+
 class CancelParams(Event, kw_only=True):
     """The id of a request that is withdrawn (LSP's ``$/cancelRequest``)."""
 
@@ -823,6 +865,11 @@ class ApprovalRequestItem(Wire, kw_only=True):
     grant_rules: list[str] = []
     # The tool policy that made this call ask (``ask`` rules), for the user to see.
     policy: str | None = None
+    # How the call runs if approved (commands only): in the sandbox, or outside it.
+    sandbox: SandboxUse | None = None
+    # The model asks to run the command outside the sandbox: what the sandbox stopped (or
+    # would stop), and the model's reason.
+    escalation: str | None = None
 
 
 class ApprovalRequestParams(Event, kw_only=True):
@@ -955,6 +1002,8 @@ METHODS: tuple[Method, ...] = (
     _req("session/close", SessionRef, Empty, "Close a session: its turn and background shells end."),
     _req("session/unsubscribe", SessionRef, Empty,
          "Stop receiving a session's notifications and approval requests on this connection."),
+    _req("session/setMode", SessionSetModeParams, SessionSetModeResult,
+         "Change a session's approval mode; it applies from the next tool call."),
     _req("session/compact", SessionRef, SessionCompactResult,
          "Summarise the older part of a session's context now (a running turn: at its next seam)."),
     _req("turn/start", TurnStartParams, TurnStartResult,
@@ -1003,6 +1052,8 @@ METHODS: tuple[Method, ...] = (
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
     _note("session/compacted", SessionCompacted,
           "Older messages left the model's context for a summary; history and recall keep them."),
+    _note("session/modeChanged", SessionModeChanged,
+          "A session's approval mode changed (set by a client, or a plan was approved)."),
     _note("preview/open", PreviewOpen,
           "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerStatusChanged,

@@ -81,7 +81,7 @@ async def test_a_proposal_is_readable_while_pending_and_refused_after(
 
 async def test_a_proposal_of_a_call_that_changes_no_file_is_refused(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
-    model.push(tool_calls([("b1", "bash", '{"command": "true"}')]), text("ok"))
+    model.push(tool_calls([("b1", "bash", '{"command": "touch t.txt"}')]), text("ok"))
     sid = start(engine, tmp_path)
     refusals: list[str] = []
 
@@ -130,8 +130,8 @@ async def test_mixed_per_call_decisions_in_one_cycle(
 
 async def test_always_for_one_call_grants_only_its_label(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
-    model.push(tool_calls([("b1", "bash", '{"command": "true"}'), _write("w1", "a.txt", "A")]),
-               tool_calls([("b2", "bash", '{"command": "true"}')]), text("ok"))
+    model.push(tool_calls([("b1", "bash", '{"command": "touch t.txt"}'), _write("w1", "a.txt", "A")]),
+               tool_calls([("b2", "bash", '{"command": "touch u.txt"}')]), text("ok"))
 
     async def answer(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
         bash = next(i.call_id for i in params.items if i.tool == "bash")
@@ -141,8 +141,8 @@ async def test_always_for_one_call_grants_only_its_label(
     sink.answers.append(answer)
     sid = start(engine, tmp_path)
     await run(engine, sink, sid, "go")
-    assert engine.get(sid).policy.grants == {"bash:@read-only"}
-    assert engine.store.get_session(sid).grants == ("bash:@read-only",)  # type: ignore[union-attr]
+    assert engine.get(sid).policy.grants == {"bash:touch"}
+    assert engine.store.get_session(sid).grants == ("bash:touch",)  # type: ignore[union-attr]
     assert len(sink.approvals) == 1  # the second bash call ran without asking
     assert [i["status"] for i in completed_tools(sink)] == ["completed"] * 3
     feedback = model.requests[1]["messages"][-1]

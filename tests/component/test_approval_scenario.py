@@ -169,7 +169,7 @@ JUDGE = text(json.dumps({"risk": "low", "recommendation": "approve", "confidence
                          "reason": "harmless"}))
 
 
-async def test_with_smart_approvals_ls_runs_unasked_and_rm_rf_still_asks(
+async def test_with_smart_approvals_mkdir_runs_unasked_and_rm_rf_still_asks(
         make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel,
         workspace: Path) -> None:
     with ScriptedModel(default=lambda request: JUDGE) as judge:
@@ -177,11 +177,11 @@ async def test_with_smart_approvals_ls_runs_unasked_and_rm_rf_still_asks(
                              '[judge]\nsmart_approvals = true\nmodel = "judge"\n')
         user = User()
         sink.answers += [user] * 4
-        model.push(*replies([[bash("ls")], [bash("rm -rf build")]], "s"))
+        model.push(*replies([[bash("mkdir -p out")], [bash("rm -rf build")]], "s"))
         await run(engine, sink, start(engine, workspace), "look, then clean")
         assert len(judge.requests) == 2  # the judge was asked about both
     assert [[i.preview for i in a.items if i.needs_approval] for a in user.asked] == [
         ["rm -rf build"]]
-    ls = completed_tools(sink)[0]
-    assert ls["autoApproved"] and ls["autoApproveReason"].startswith("smart approval")
+    made = completed_tools(sink)[0]
+    assert made["autoApproved"] and made["autoApproveReason"].startswith("smart approval")
     assert (workspace / "build").is_dir()

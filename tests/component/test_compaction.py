@@ -128,7 +128,7 @@ async def test_a_result_compaction_can_make_room_for_arrives_whole(
     model.max_prompt_tokens = 16384
     files(tmp_path, 3, size=6000)
     big = "".join(f"big line {i:05d} of a file larger than what is left of the window\n"
-                  for i in range(400)) + "THE-LAST-LINE\n"  # ~26,000 chars
+                  for i in range(380)) + "THE-LAST-LINE\n"  # ~25,000 chars
     (tmp_path / "big.txt").write_text(big)
     sid = start(engine, tmp_path)
     for n in range(1, 4):
@@ -176,7 +176,7 @@ async def test_session_compact_on_demand_between_turns_and_during_one(
         return p.ApprovalResponse(decision="approve")
 
     sink.answers.append(compact_then_approve)
-    brain.plan += [tool_calls([("call_0", "bash", json.dumps({"command": "echo hi"}))]),
+    brain.plan += [tool_calls([("call_0", "bash", json.dumps({"command": "sh -c 'echo hi'"}))]),
                    text("ran it")]
     done = await run(engine, sink, sid, "run echo")
     assert [a.status for a in answers] == ["scheduled"]

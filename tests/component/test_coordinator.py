@@ -180,7 +180,7 @@ async def test_wait_times_out_and_any_returns_on_the_first(
         return p.ApprovalResponse(decision="approve")
 
     sink.answers.append(hold)
-    model.push(tool_calls([("b", "bash", '{"command": "true"}')]), text("finished"))
+    model.push(tool_calls([("b", "bash", '{"command": "touch t"}')]), text("finished"))
     engine.start_turn(child, ["helper: run true"])
     await sink.wait_for("item/started",
                         lambda e: e["sessionId"] == child and e["item"]["type"] == "toolCall")

@@ -43,7 +43,9 @@ def check(ports: list[tuple[str, int]] | None = None, cwd: Path | None = None,
     return {line.what.split(":")[0].split(" (")[0]: line for line in d.run()}
 
 
-def test_a_configured_model_that_is_listed(model: ScriptedModel, tmp_path: Path) -> None:
+def test_a_configured_model_that_is_listed(model: ScriptedModel, tmp_path: Path,
+                                           isolated_home: Path) -> None:
+    (isolated_home / "config" / "config.toml").unlink()  # configured by the environment only
     lines = check(cwd=tmp_path)
     assert lines["model"].status == "OK" and "scripted is listed" in lines["model"].what
     assert lines["config"].status == "OK" and "no file" in lines["config"].what

@@ -47,7 +47,7 @@ async def test_an_edited_command_runs_instead_of_the_original(
 async def test_an_edit_that_needs_more_is_asked_again(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
     (tmp_path / "build").mkdir()
-    model.push(tool_calls([bash("b1", "ls build")]), text("ok"))
+    model.push(tool_calls([bash("b1", "touch build/stamp")]), text("ok"))
     sink.answers += [edit({"command": "rm -rf build"}),
                      p.ApprovalResponse(decision="deny", feedback="not that")]
     await run(engine, sink, start(engine, tmp_path), "look")
@@ -56,7 +56,7 @@ async def test_an_edit_that_needs_more_is_asked_again(
     assert again["preview"] == "rm -rf build" and again["verdict"]["rule"] == "recursive-delete"
     assert again["callId"] == sink.approvals[0]["items"][0]["callId"]
     told = tool_messages(model.requests[1])[0]["content"]
-    assert "Denied by user: not that" in told and "ls build" in told
+    assert "Denied by user: not that" in told and "touch build/stamp" in told
 
 
 async def test_an_edit_outside_the_workspace_asks_again_and_runs_when_approved(
@@ -81,7 +81,7 @@ async def test_an_edit_a_policy_denies_does_not_run(
     session = engine.get(start(engine, tmp_path))
     deny = Policy(PolicyRule(action="deny", label="bash", command="touch *"), "config", "c", 1)
     session.policy.policies = lambda: [deny]
-    model.push(tool_calls([bash("b1", "echo hi")]), text("ok"))
+    model.push(tool_calls([bash("b1", "mkdir -p out")]), text("ok"))
     sink.answers.append(edit({"command": "touch made.txt"}))
     await run(engine, sink, session.id, "go")
     assert not (tmp_path / "made.txt").exists()
@@ -90,7 +90,7 @@ async def test_an_edit_a_policy_denies_does_not_run(
 
 async def test_an_edit_that_cannot_be_prepared_is_the_models_error(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
-    model.push(tool_calls([bash("b1", "echo hi")]), text("ok"))
+    model.push(tool_calls([bash("b1", "mkdir -p out")]), text("ok"))
     sink.answers.append(edit({"command": "   "}))
     await run(engine, sink, start(engine, tmp_path), "go")
     told = tool_messages(model.requests[1])[0]

@@ -92,11 +92,11 @@ async def test_smart_approvals_run_a_batch_of_safe_calls_unasked(
         judged_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
         tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("hi\n")
-    judge.rules["ls -la"] = verdict("approve", 0.99)
-    judge.rules["cat README.md"] = verdict("approve", 0.97)
+    judge.rules["mkdir -p out"] = verdict("approve", 0.99)
+    judge.rules["cp README.md out.md"] = verdict("approve", 0.97)
     judge.rules["touch new.txt"] = verdict("approve", 0.96, "medium")
     engine = judged_engine(smart=True)
-    model.push(tool_calls([bash("b1", "ls -la"), bash("b2", "cat README.md"),
+    model.push(tool_calls([bash("b1", "mkdir -p out"), bash("b2", "cp README.md out.md"),
                            bash("b3", "touch new.txt")]), text("ok"))
     done = await run(engine, sink, start(engine, tmp_path), "go")
     assert sink.approvals == []
@@ -114,10 +114,10 @@ async def test_smart_approvals_run_a_batch_of_safe_calls_unasked(
 async def test_one_low_confidence_call_sends_the_batch_to_the_user(
         judged_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel, judge: JudgeServer,
         tmp_path: Path) -> None:
-    judge.rules["ls -la"] = verdict("approve", 0.99)
+    judge.rules["mkdir -p out"] = verdict("approve", 0.99)
     judge.rules["touch new.txt"] = verdict("approve", 0.6)
     engine = judged_engine(smart=True)
-    model.push(tool_calls([bash("b1", "ls -la"), bash("b2", "touch new.txt")]), text("ok"))
+    model.push(tool_calls([bash("b1", "mkdir -p out"), bash("b2", "touch new.txt")]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "go")
     assert len(sink.approvals) == 1
     asked = sink.approvals[0]
@@ -148,9 +148,9 @@ async def test_a_protected_call_asks_whatever_the_judge_says(
 async def test_a_failing_judge_fails_closed(answer: Response, why: str, judged_engine: MakeEngine,
                                             sink: RecordingSink, model: ScriptedModel,
                                             judge: JudgeServer, tmp_path: Path) -> None:
-    judge.rules["ls -la"] = answer
+    judge.rules["mkdir -p out"] = answer
     engine = judged_engine(smart=True, timeout=0.5)
-    model.push(tool_calls([bash("b1", "ls -la")]), text("ok"))
+    model.push(tool_calls([bash("b1", "mkdir -p out")]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "go")
     assert len(sink.approvals) == 1  # the user decides
     judged = sink.approvals[0]["items"][0]["judgeVerdict"]

@@ -34,7 +34,7 @@ async def test_a_task_agent_runs_a_batch_with_its_own_sink(tmp_path: Path) -> No
     assert "memory" not in tools.handles and "bash" in tools.handles  # the task agent's tools
     batch = Batch.prepare(setup, tools.handles, [
         RawToolCall("r1", "read_file", '{"path": "notes.txt"}'),
-        RawToolCall("b1", "bash", json.dumps({"command": "echo from-the-agent"})),
+        RawToolCall("b1", "bash", json.dumps({"command": "sh -c 'echo from-the-agent'"})),
         RawToolCall("x1", "memory", '{"action": "list"}'),
     ])
     folded = await batch.run(Budget(remaining=100_000, cap=50_000))

@@ -111,7 +111,7 @@ async def test_interrupt_mid_agent_gives_a_partial_ledger(
 async def test_interrupt_while_the_agent_runs_a_command_is_unknown(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
     model.push(tool_calls([_task("t1", "Run the slow job.")]),
-               tool_calls([("b1", "bash", '{"command": "echo started; sleep 60"}')]))
+               tool_calls([("b1", "bash", '{"command": "sh -c \\"echo started; sleep 60\\""}')]))
     sid = start(engine, tmp_path)
     turn_id, _ = engine.start_turn(sid, ["delegate"])
     await sink.wait_for("item/toolCall/outputDelta", lambda e: e.get("parentCallId") is not None)
@@ -172,7 +172,7 @@ async def test_two_agents_ask_at_the_same_time(engine: Engine, sink: RecordingSi
         return p.ApprovalResponse(decision="approve")
 
     sink.answers.extend([p.ApprovalResponse(decision="approve"), when_both_asked, when_both_asked])
-    bash = tool_calls([("b", "bash", '{"command": "echo agent-work"}')])
+    bash = tool_calls([("b", "bash", '{"command": "sh -c \\"echo agent-work\\""}')])
     model.push(tool_calls([_task("t1", "Job one."), _task("t2", "Job two.")]),
                bash, bash, text("one done"), text("two done"), text("Both agents finished."))
     sid = start(engine, tmp_path)

@@ -52,7 +52,8 @@ async def test_reasoning_is_streamed_as_its_own_item(engine: Engine, sink: Recor
 
 async def test_bash_asks_and_streams(engine: Engine, sink: RecordingSink, model: ScriptedModel,
                                      tmp_path: Path) -> None:
-    model.push(tool_calls([("call-1", "bash", json.dumps({"command": "echo one; echo two"}))]),
+    # (a command that only reads would run unasked: reads run in every approval mode)
+    model.push(tool_calls([("call-1", "bash", json.dumps({"command": "sh -c 'echo one; echo two'"}))]),
                text("done"))
     done = await run(engine, sink, start(engine, tmp_path), "run it")
     assert done["status"] == "completed"
@@ -101,7 +102,7 @@ async def test_denied_write_leaves_no_file_and_model_reads_feedback(
 async def test_approval_feedback_reaches_the_model_as_user_turn(
         engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
     sink.answers.append(p.ApprovalResponse(decision="approve", feedback="and then stop"))
-    model.push(tool_calls([("b1", "bash", '{"command": "true"}')]), text("ok"))
+    model.push(tool_calls([("b1", "bash", '{"command": "touch made"}')]), text("ok"))
     await run(engine, sink, start(engine, tmp_path), "go")
     last = model.requests[1]["messages"][-1]
     assert last["role"] == "user" and "and then stop" in last["content"]
@@ -153,13 +154,13 @@ async def test_parallel_results_keep_model_order(engine: Engine, sink: Recording
 async def test_always_grants_persist(engine: Engine, sink: RecordingSink, model: ScriptedModel,
                                      tmp_path: Path) -> None:
     sink.answers.append(p.ApprovalResponse(decision="always"))
-    model.push(tool_calls([("a1", "bash", '{"command": "true"}')]),
-               tool_calls([("a2", "bash", '{"command": "true"}')]), text("ok"))
+    model.push(tool_calls([("a1", "bash", '{"command": "touch a.txt"}')]),
+               tool_calls([("a2", "bash", '{"command": "touch b.txt"}')]), text("ok"))
     sid = start(engine, tmp_path)
     await run(engine, sink, sid, "go")
     assert len(sink.approvals) == 1
-    # "always" for a read-only command saves the read-only rule, never all of bash
-    assert engine.store.get_session(sid).grants == ("bash:@read-only",)
+    # "always" saves the command's leading words, never all of bash
+    assert engine.store.get_session(sid).grants == ("bash:touch",)
 
 
 async def test_skip_permissions_from_config(sink: RecordingSink, model: ScriptedModel,

@@ -80,7 +80,7 @@ async def test_a_report_during_a_turn_is_folded_at_its_next_seam(
         return p.ApprovalResponse(decision="approve")
 
     sink.answers.append(slow)
-    model.push(tool_calls([("b1", "bash", '{"command": "true"}')]), text("both seen"))
+    model.push(tool_calls([("b1", "bash", '{"command": "touch t"}')]), text("both seen"))
     turn_id, _ = engine.start_turn(sid, ["run something"])
     await sink.wait_for("item/started", lambda e: e["turnId"] == turn_id
                         and e["item"]["type"] == "toolCall")

@@ -95,7 +95,10 @@ CASES = {
     "read-only": ["ls -la", "git status && git diff", "grep -rn TODO src | head", "cat README.md",
                   "find . -name '*.py'", "git log --oneline -5", "wc -l src/*.py",
                   "echo 'rm -rf /'", "grep -r 'curl x | sh' .", "cat README.md 2>/dev/null"],
-    "default": ["npm test", "python -m pytest -q", "echo x > out.txt", "git push", "make",
+    "network-read": ["curl https://example.com", "git clone https://x/y", "git push",
+                     "npm install", "python3 -m pip install requests", "uv pip install x",
+                     "wget -q https://x"],
+    "default": ["npm test", "python -m pytest -q", "echo x > out.txt", "make",
                 "git commit -m 'halt: stop the reboot'", "kill 1234", "ls $D"],
 }
 

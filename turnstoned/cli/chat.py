@@ -402,10 +402,13 @@ def run(opts: argparse.Namespace, daemon_flags: list[str]) -> int:
         if opts.session:
             wire.request("session/resume", {"sessionId": opts.session})
             sid = opts.session
+            if opts.mode:
+                wire.request("session/setMode", {"sessionId": sid, "mode": opts.mode})
         else:
             kind = "coordinator" if opts.coordinator else "interactive"
             sid = wire.request("session/start", {"cwd": cwd, "model": opts.model, "kind": kind,
-                                                 "skipPermissions": opts.yes})["sessionId"]
+                                                 "skipPermissions": opts.yes,
+                                                 "approvalMode": opts.mode})["sessionId"]
         if not opts.json:
             print(f"session {sid}", file=sys.stderr)
         session = Session(wire, sid, Printer(opts.json), children=not opts.json)

@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--cwd", default=None, help="working directory of the session")
     chat.add_argument("--session", default=None, help="continue this session id")
     chat.add_argument("--model", default=None, help="model name for a new session")
+    chat.add_argument("--mode", choices=["read-only", "auto", "full-access", "plan"],
+                      default=None, help="approval mode: what runs without asking (default: "
+                                         "[approvals] mode, auto); with --session it switches "
+                                         "that session")
     chat.add_argument("--trust-mcp", action="store_true",
                       help="trust the folder's .mcp.json as it is now and start its servers")
     chat.add_argument("--private", action="store_true",

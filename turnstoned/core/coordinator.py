@@ -73,7 +73,8 @@ class Coordinator:
         coordinator = self.sessions.get(parent)
         params = p.SessionStartParams(
             cwd=str(coordinator.env.cwd), model=model or coordinator.model, title=name or None,
-            workspace=str(coordinator.env.workspace) if coordinator.env.workspace else None)
+            workspace=str(coordinator.env.workspace) if coordinator.env.workspace else None,
+            approval_mode=coordinator.policy.mode)
         child = self.sessions.start(params, parent_id=parent)
         if message:
             self.sessions.start_turn(child.id, [message])

@@ -56,6 +56,7 @@ class Engine:
         sessions.judge = self.judge = build.judge(sessions)
         sessions.on_opened.append(self.projects.open)
         build.side_calls(sessions)
+        services.set_mode = sessions.set_mode
         services.agents = AgentHost(sessions)
         self.coordinator = services.coordinator = Coordinator(sessions)
         self.watches = WatchDesk(sessions)
@@ -118,12 +119,10 @@ class Engine:
         return any(s.running for s in self.sessions.live.values())
 
     def list_sessions(self) -> list[p.SessionInfo]:
-        out = []
-        for row in self.store.list_sessions():
-            live = self.sessions.live.get(row.id)
-            out.append(live.info() if live else wire.session_info(row, row.title, row.updated_at,
-                                                                  "idle"))
-        return out
+        return [self.sessions.info(row) for row in self.store.list_sessions()]
+
+    def set_mode(self, session_id: str, mode: p.ApprovalMode) -> p.SessionSetModeResult:
+        return p.SessionSetModeResult(mode=mode, previous=self.sessions.set_mode(session_id, mode))
 
     async def close_session(self, session_id: str) -> None:
         await self.sessions.close(session_id)

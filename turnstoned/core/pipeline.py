@@ -148,7 +148,7 @@ def call_item(c: PreparedCall, status: p.ToolStatus, out: ToolOutput | None = No
         effect_status=out.effect_status if out else None,
         file_change=c.file_change_info(), verdict=c.verdict, judge_verdict=c.judge_verdict,
         auto_approved=c.auto_approved is not None, auto_approve_reason=c.auto_approved,
-        original_arguments=c.original_arguments,
+        original_arguments=c.original_arguments, sandbox=c.sandbox,
     )
 
 

@@ -43,10 +43,13 @@ class ItemStream:
             if not isinstance(item, p.ToolCallItem):
                 self.completed(item)
 
-    def _channel(self, item_id: str, delta: type[p.ItemDelta],
-                 make: Callable[..., p.Item]) -> Coalescer:
-        """Coalesced deltas of one streamed item, which starts with its first delta."""
+    def _channel(self, item_id: str, delta: type[p.ItemDelta], make: Callable[..., p.Item],
+                 kept: list[str]) -> Coalescer:
+        """Coalesced deltas of one streamed item, which starts with its first delta; what
+        was sent is kept (in the coalesced pieces: a reply of millions of tiny deltas
+        costs few objects)."""
         def flush(text: str) -> None:
+            kept.append(text)
             if item_id not in self.open:
                 self.started(make(id=item_id))
             self.sink.notify(delta(session_id=self.session_id, turn_id=self.turn_id,
@@ -64,20 +67,11 @@ class ItemStream:
 
         rsn_id = m.new_id("rsn")
         texts: dict[str, list[str]] = {msg_id: [], rsn_id: []}
-        text_out = self._channel(msg_id, p.AgentMessageDelta, p.AgentMessageItem)
-        rsn_out = self._channel(rsn_id, p.ReasoningDelta, p.ReasoningItem)
+        text_out = self._channel(msg_id, p.AgentMessageDelta, p.AgentMessageItem, texts[msg_id])
+        rsn_out = self._channel(rsn_id, p.ReasoningDelta, p.ReasoningItem, texts[rsn_id])
         self.partial = ""
-
-        def on_text(delta: str) -> None:
-            texts[msg_id].append(delta)
-            text_out.push(delta)
-
-        def on_reasoning(delta: str) -> None:
-            texts[rsn_id].append(delta)
-            rsn_out.push(delta)
-
         try:
-            return await stream_reply(model, messages, tools, on_text, on_reasoning)
+            return await stream_reply(model, messages, tools, text_out.push, rsn_out.push)
         finally:
             rsn_out.close()
             text_out.close()

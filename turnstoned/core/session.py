@@ -14,7 +14,7 @@ import msgspec
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
 from turnstoned.core import toolset, wire
-from turnstoned.core.approval import ApprovalPolicy
+from turnstoned.core.approval import ApprovalPolicy, modes
 from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
 from turnstoned.llm.types import OnUsage
@@ -148,7 +148,7 @@ class Session:
 
     def info(self) -> p.SessionInfo:
         return wire.session_info(self.row, self.title, self.updated_at,
-                             "running" if self.running else "idle")
+                                 "running" if self.running else "idle", self.policy.mode)
 
     # ----------------------------------------------------------- tools
 
@@ -162,6 +162,8 @@ class Session:
         if self.env.workspace and self.env.workspace != self.env.cwd:
             lines.append(f"Workspace: {self.env.workspace}")
         lines.append(f"Model: {model_name}. Today is {datetime.now().date().isoformat()}.")
+        if self.kind != "coordinator":
+            lines.append(modes.PROMPTS[self.policy.mode])
         sections = [section(self.env) for section in self.env.services.prompt_sections]
         return "\n\n".join(["\n".join(lines), *(s for s in sections if s)])
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings, resolve_model
 from turnstoned.core import messages as m
+from turnstoned.core import wire
 from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
@@ -31,7 +32,7 @@ from turnstoned.core.turn import TurnRunner
 from turnstoned.llm.types import ModelError, OnUsage
 from turnstoned.protocol import ErrorCode
 from turnstoned.store import SessionRow, Store
-from turnstoned.tools.base import Services, SessionEnv, ToolSettings
+from turnstoned.tools.base import MODE_KEY, Services, SessionEnv, ToolSettings
 
 if TYPE_CHECKING:
     from turnstoned.core.approval.judge import Judge
@@ -41,6 +42,12 @@ log = logging.getLogger(__name__)
 
 # Turns a session may start on its own (a watch fired) before the user speaks again.
 MAX_WAKES = 5
+
+
+def mode_of(row: SessionRow, config: Config) -> p.ApprovalMode:
+    """A session's approval mode: as set, else the configured default (older sessions)."""
+    mode = row.state.get(MODE_KEY)
+    return mode if mode in ("read-only", "auto", "full-access", "plan") else config.approvals.mode
 
 
 class Sessions:
@@ -105,6 +112,7 @@ class Sessions:
         workspace = (env.workspace or env.cwd).resolve()
         policy = ApprovalPolicy(
             skip_permissions=row.skip_permissions or tools.skip_permissions,
+            mode=mode_of(row, self.config),
             grants=grants.load(row.grants), configured=frozenset(tools.auto_approve_tools),
             timeout=tools.approval_timeout_seconds,
             on_grant=lambda saved: store.update_session(row.id, grants=sorted(saved)),
@@ -140,10 +148,12 @@ class Sessions:
             raise EngineError(ErrorCode.INVALID_PARAMS, f"cwd is not a directory: {cwd}")
         workspace = resolve_dir(params.workspace, cwd) if params.workspace else None
         now = time.time()
+        mode = params.approval_mode or self.config.approvals.mode
         row = SessionRow(
             id=secrets.token_hex(16), kind=params.kind, cwd=str(cwd),
             workspace=str(workspace) if workspace else None, model=params.model,
-            title=params.title, skip_permissions=params.skip_permissions, grants=(), state={},
+            title=params.title, skip_permissions=params.skip_permissions, grants=(),
+            state={MODE_KEY: mode},
             closed=False, created_at=now, updated_at=now, parent_id=parent_id,
         )
         self.store.create_session(row)
@@ -183,6 +193,24 @@ class Sessions:
         session.history = ([m.decode(summary)] if summary else []) + repaired
         session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
         return session
+
+    def set_mode(self, session_id: str, mode: p.ApprovalMode) -> p.ApprovalMode:
+        """Change a session's approval mode (from its next tool call); the previous one."""
+        session = self.get(session_id)
+        previous = session.policy.mode
+        session.policy.mode = mode
+        session.env.persist(MODE_KEY, mode)
+        if mode != previous:
+            self.sink.notify(p.SessionModeChanged(session_id=session_id, mode=mode,
+                                                  previous=previous))
+        return previous
+
+    def info(self, row: SessionRow) -> p.SessionInfo:
+        """A session as ``session/list`` shows it, live or not."""
+        live = self.live.get(row.id)
+        if live is not None:
+            return live.info()
+        return wire.session_info(row, row.title, row.updated_at, "idle", mode_of(row, self.config))
 
     async def close(self, session_id: str) -> None:
         session = self.get(session_id)

@@ -31,8 +31,11 @@ from turnstoned.core.results import Budget, GuardSettings
 from turnstoned.core.session import Session, TurnState
 from turnstoned.core.toolset import Toolset
 from turnstoned.llm.types import ModelError, ModelReply
+from turnstoned.tools.base import truncate_middle
 
 log = logging.getLogger(__name__)
+
+PARTIAL_KEPT = 65_536  # characters of a failed reply's text the conversation keeps
 
 
 class TurnRunner:
@@ -132,8 +135,9 @@ class TurnRunner:
         try:
             reply = await self.items.reply(model, messages, self.tools.schemas, msg_id)
         except (asyncio.CancelledError, ModelError):
-            if self.items.partial:  # keep what the user already saw
-                self.session.commit([m.Message(role="assistant", content=self.items.partial,
+            if self.items.partial:  # keep what the user already saw (a runaway reply, cut)
+                kept = truncate_middle(self.items.partial, PARTIAL_KEPT)
+                self.session.commit([m.Message(role="assistant", content=kept,
                                                id=msg_id, turn_id=self.turn.id)])
             raise
         tokens = self._count_usage(chars, reply)

@@ -29,11 +29,12 @@ def iso(ts: float) -> str:
 
 
 def session_info(row: SessionRow, title: str | None, updated_at: float,
-                 status: p.SessionStatus) -> p.SessionInfo:
+                 status: p.SessionStatus, mode: p.ApprovalMode) -> p.SessionInfo:
     return p.SessionInfo(
         session_id=row.id, title=title, cwd=row.cwd, kind=row.kind, model=row.model,
         created_at=iso(row.created_at), updated_at=iso(updated_at),
         status="closed" if row.closed else status, parent_session_id=row.parent_id,
+        approval_mode=mode,
     )
 
 

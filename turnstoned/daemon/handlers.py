@@ -123,6 +123,12 @@ async def session_close(get_engine: GetEngine, params: p.SessionRef) -> p.Empty:
     return p.Empty()
 
 
+@handles("session/setMode")
+async def session_set_mode(get_engine: GetEngine,
+                           params: p.SessionSetModeParams) -> p.SessionSetModeResult:
+    return get_engine().set_mode(params.session_id, params.mode)
+
+
 @handles("session/compact")
 async def session_compact(get_engine: GetEngine, params: p.SessionRef) -> p.SessionCompactResult:
     return await get_engine().compact(params.session_id)

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from turnstoned.protocol import EffectStatus, FileChange, FileChangeKind, Verdict
+from turnstoned.protocol import (
+    ApprovalMode,
+    EffectStatus,
+    FileChange,
+    FileChangeKind,
+    SandboxUse,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from turnstoned.config import NotifyConfig
@@ -37,6 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["EffectStatus"]
 
 log = logging.getLogger(__name__)
+
+# The session's approval mode, in its persisted state (``SessionEnv.persisted``).
+MODE_KEY = "approval_mode"
 
 # Which tools an agent sees: an editor's session (interactive or coordinator), or a
 # task (a sub-agent running a delegated job; the tools' ``task_agent`` metadata).
@@ -98,6 +108,12 @@ class PreparedCall:
     judge_verdict: Verdict | None = None  # the LLM judge's, when it ran
     auto_approved: str | None = None  # why it ran without asking the user
     original_arguments: str | None = None  # the model's, when the user edited the call
+    # Commands: whether it runs in the OS sandbox (the approval mode decides; None: not a
+    # command, or not gated).
+    sandbox: SandboxUse | None = None
+    # The model asks to run a command outside the sandbox: what the sandbox stopped (or
+    # would stop) and why the model needs it (set by the tool's prepare).
+    escalation: str | None = None
 
     @property
     def label(self) -> str:
@@ -180,6 +196,8 @@ class Services:
     agents: AgentRunner | None = None
     # Child sessions of coordinator sessions (the coordinator tools).
     coordinator: Coordination | None = None
+    # Change a session's approval mode: (session_id, mode) (an approved plan leaves plan mode).
+    set_mode: Callable[[str, ApprovalMode], object] | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""

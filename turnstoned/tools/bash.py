@@ -48,6 +48,8 @@ class Args(msgspec.Struct, kw_only=True):
     stop_on_error: Any = None
     run_in_background: Any = None
     is_background: Any = None  # accepted alias of run_in_background
+    escalate: Any = None
+    reason: Any = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -95,7 +97,22 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         needs_approval=True,
         approval_label="bash",
         data=plan,
+        escalation=escalation(ctx, command, args) if as_bool(args.escalate) else None,
     )
+
+
+DENIALS = "sandbox_denials"  # session state: command -> what the sandbox stopped
+
+
+def escalation(ctx: ToolContext, command: str, args: Args) -> str:
+    """What the user reads when the model asks to leave the sandbox: what the sandbox
+    stopped when this command last ran in it, and the model's reason."""
+    stopped = ctx.env.state.get(DENIALS, {}).get(command)
+    reason = args.reason.strip() if isinstance(args.reason, str) else ""
+    parts = [f"the sandbox stopped {stopped}" if stopped else "not run in the sandbox yet"]
+    if reason:
+        parts.append(f"the model says: {reason[:300]}")
+    return "; ".join(parts)
 
 
 def command_env(ctx: ToolContext) -> dict[str, str]:

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.8";
+export const PROTOCOL_REVISION = "1.9";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -36,6 +36,8 @@ export interface ApprovalRequestItem {
   autoApproveReason?: string | null;
   grantRules?: string[];
   policy?: string | null;
+  sandbox?: "escalated" | "sandboxed" | "unsandboxed" | null;
+  escalation?: string | null;
 }
 
 export interface ApprovalRequestParams {
@@ -122,6 +124,7 @@ export interface DaemonHealthResult {
   modelError?: string | null;
   clients?: number;
   resident?: boolean;
+  sandbox?: SandboxHealth | null;
 }
 
 export interface Empty {
@@ -497,6 +500,15 @@ export interface ReasoningItem {
 }
 
 /**
+ * The OS sandbox for commands: whether this machine has one, and what it enforces (or
+ * why there is none: then commands ask as they did before approval modes).
+ */
+export interface SandboxHealth {
+  available: boolean;
+  detail?: string;
+}
+
+/**
  * Document sync is off and no LSP language feature is offered.
  */
 export interface ServerCapabilities {
@@ -546,10 +558,20 @@ export interface SessionInfo {
   updatedAt: string;
   status: "closed" | "idle" | "running";
   parentSessionId?: string | null;
+  approvalMode?: "auto" | "full-access" | "plan" | "read-only";
 }
 
 export interface SessionListResult {
   sessions: SessionInfo[];
+}
+
+/**
+ * A session's approval mode changed (session/setMode, or the user approved a plan).
+ */
+export interface SessionModeChanged {
+  sessionId: string;
+  mode: "auto" | "full-access" | "plan" | "read-only";
+  previous: "auto" | "full-access" | "plan" | "read-only";
 }
 
 /**
@@ -572,6 +594,16 @@ export interface SessionResumeResult {
   items: (UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem)[];
 }
 
+export interface SessionSetModeParams {
+  sessionId: string;
+  mode: "auto" | "full-access" | "plan" | "read-only";
+}
+
+export interface SessionSetModeResult {
+  mode: "auto" | "full-access" | "plan" | "read-only";
+  previous: "auto" | "full-access" | "plan" | "read-only";
+}
+
 export interface SessionStartParams {
   cwd?: string | null;
   kind?: "coordinator" | "interactive";
@@ -579,6 +611,7 @@ export interface SessionStartParams {
   skipPermissions?: boolean;
   title?: string | null;
   workspace?: string | null;
+  approvalMode?: "auto" | "full-access" | "plan" | "read-only" | null;
 }
 
 export interface SessionStartResult {
@@ -649,6 +682,7 @@ export interface ToolCallItem {
   autoApproved?: boolean;
   autoApproveReason?: string | null;
   originalArguments?: string | null;
+  sandbox?: "escalated" | "sandboxed" | "unsandboxed" | null;
 }
 
 export interface ToolInfo {
@@ -796,6 +830,8 @@ export type TurnStatus = "completed" | "failed" | "interrupted";
 export type SessionStatus = "closed" | "idle" | "running";
 export type FileChangeKind = "create" | "delete" | "modify";
 export type Risk = "critical" | "high" | "low" | "medium";
+export type ApprovalMode = "auto" | "full-access" | "plan" | "read-only";
+export type SandboxUse = "escalated" | "sandboxed" | "unsandboxed";
 export type Recommendation = "approve" | "deny" | "review";
 export type VerdictTier = "heuristic" | "llm" | "llm_fallback";
 export type PolicyAction = "allow" | "ask" | "deny";
@@ -819,6 +855,7 @@ export const Method = {
   sessionResume: "session/resume",
   sessionClose: "session/close",
   sessionUnsubscribe: "session/unsubscribe",
+  sessionSetMode: "session/setMode",
   sessionCompact: "session/compact",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
@@ -850,6 +887,7 @@ export const Method = {
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
   sessionCompacted: "session/compacted",
+  sessionModeChanged: "session/modeChanged",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
   cancelRequest: "$/cancelRequest",
@@ -867,6 +905,7 @@ export interface ClientRequests {
   "session/resume": { params: SessionRef; result: SessionResumeResult };
   "session/close": { params: SessionRef; result: Empty };
   "session/unsubscribe": { params: SessionRef; result: Empty };
+  "session/setMode": { params: SessionSetModeParams; result: SessionSetModeResult };
   "session/compact": { params: SessionRef; result: SessionCompactResult };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };
@@ -902,6 +941,7 @@ export interface DaemonNotifications {
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
   "session/compacted": SessionCompacted;
+  "session/modeChanged": SessionModeChanged;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
 }

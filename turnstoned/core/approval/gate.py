@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnstoned import protocol as p
-from turnstoned.core.approval import edits, grants, intent, policies
+from turnstoned.core.approval import edits, grants, intent, modes, policies
 from turnstoned.core.approval.types import ApprovalPolicy, Gate, Reprepare, Verdict
 from turnstoned.core.events import EventSink
 from turnstoned.tools.base import PreparedCall, SessionEnv
@@ -125,6 +125,10 @@ def screen(gate: Gate, gated: list[PreparedCall],
     asked: list[PreparedCall] = []
     notes: dict[str, str] = {}
     for call in gated:
+        if not policy.skip_permissions:
+            call.sandbox = modes.route(policy.mode, call, policy.sandbox).sandbox
+        elif call.tool in modes.COMMAND_TOOLS:
+            call.sandbox = "unsandboxed"
         match = policies.decide(rules, call, gate.env)
         action = match.rule.action if match else None
         if match is not None and action == "deny":
@@ -136,6 +140,8 @@ def screen(gate: Gate, gated: list[PreparedCall],
         elif match is not None and action == "ask":
             notes[call.call_id] = match.describe()
             asked.append(call)
+        elif (by_mode := modes.route(policy.mode, call, policy.sandbox)).run:
+            call.auto_approved = by_mode.reason
         else:
             grant = grants.covering(call, gate.env, policy.grants, policy.configured)
             if grant is not None:
@@ -163,7 +169,7 @@ def _items(gate: Gate, asked: list[PreparedCall], notes: dict[str, str],
             verdict=c.verdict, judge_verdict=c.judge_verdict,
             auto_approved=c.auto_approved is not None, auto_approve_reason=c.auto_approved,
             grant_rules=grants.rules_for(c, gate.env) if c.call_id in asking else [],
-            policy=notes.get(c.call_id),
+            policy=notes.get(c.call_id), sandbox=c.sandbox, escalation=c.escalation,
         )
         for c in gate.calls
     ]

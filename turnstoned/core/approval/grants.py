@@ -96,8 +96,9 @@ def _rule_words(rule: str) -> tuple[list[str], bool]:
 
 
 def rules_for(call: PreparedCall, env: SessionEnv) -> list[str]:
-    """The rules an "always" for ``call`` saves (none for a protected call)."""
-    if intent.protected(call) or call.tool == "watch":
+    """The rules an "always" for ``call`` saves (none for a protected call, nor for a
+    request to leave the sandbox: each is its own question)."""
+    if intent.protected(call) or call.tool == "watch" or call.escalation is not None:
         return []  # a watch is a command run again and again, each one asked about
     if call.tool == "bash":
         return _bash_rules(call, env)
@@ -141,7 +142,7 @@ def _script(call: PreparedCall, env: SessionEnv) -> list[Command] | None:
 def covering(call: PreparedCall, env: SessionEnv, grants: set[str],
              configured: frozenset[str] = frozenset()) -> str | None:
     """The grant that lets ``call`` run unasked, or None."""
-    if intent.protected(call):
+    if intent.protected(call) or call.escalation is not None:
         return None
     if call.tool == "bash":
         if "bash" in configured:

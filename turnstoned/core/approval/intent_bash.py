@@ -80,7 +80,7 @@ def script_findings(script: Script, text: str, where: Where) -> dict[str, str]:
 
 def _check(command: Command, where: Where, hit: Hit) -> None:
     for check in (_delete, _disk, _kill, _runs_text, _permissions, _git, _http, _remote,
-                  _privilege, _credentials, _writes, _beyond_words):
+                  _privilege, _credentials, _writes, _beyond_words, _network):
         check(command, where, hit)
 
 
@@ -299,6 +299,39 @@ def _http(command: Command, where: Where, hit: Hit) -> None:
             re.match(r"[\w-]+:?=", t) for t in texts)
     if mutation:
         hit("http-mutation", f"sends data to a server ({program})")
+
+
+# Programs that reach the network whatever they are asked, and subcommands that do.
+_ONLINE = frozenset({"curl", "wget", "http", "https", "xh", "aria2c", "ping", "ping6", "dig",
+                     "nslookup", "host", "traceroute", "whois", "ftp", "lftp"})
+_ONLINE_SUBCOMMANDS = {
+    "git": {"clone", "fetch", "pull", "push", "ls-remote"},
+    "npm": {"install", "i", "ci", "add", "update", "upgrade", "publish", "view", "info",
+            "outdated", "audit", "login"},
+    "pnpm": {"install", "i", "add", "update", "dlx", "publish"},
+    "yarn": {"install", "add", "upgrade", "dlx", "npm"},
+    "pip": {"install", "download", "index"}, "pip3": {"install", "download", "index"},
+    "uv": {"add", "sync", "lock"}, "poetry": {"install", "add", "update", "lock"},
+    "cargo": {"install", "fetch", "update", "publish", "search", "add"},
+    "go": {"get", "install"}, "gem": {"install", "update"}, "bundle": {"install", "update"},
+    "composer": {"install", "require", "update"}, "apt": {"install", "update", "upgrade"},
+    "apt-get": {"install", "update", "upgrade"}, "brew": {"install", "update", "upgrade"},
+    "docker": {"pull", "push", "login"}, "podman": {"pull", "push", "login"},
+    "gh": {"api", "pr", "issue", "repo", "release", "run", "workflow", "gist", "auth"},
+}  # fmt: skip
+
+
+def _network(command: Command, where: Where, hit: Hit) -> None:
+    """Commands that need the network (the sandbox has none: they ask, and run outside it)."""
+    program, raw = command.program, [w.text for w in command.args]
+    if program in ("python", "python3") and raw[:2] == ["-m", "pip"]:
+        program, raw = "pip", raw[2:]
+    texts = [t for t in raw if not t.startswith("-")]
+    if program == "uv" and texts[:1] == ["pip"]:
+        program, texts = "pip", texts[1:]
+    sub = texts[0] if texts else ""
+    if program in _ONLINE or sub in _ONLINE_SUBCOMMANDS.get(program, ()):
+        hit("network-read", f"{program} {sub}".rstrip() + " reaches the network")
 
 
 def _remote(command: Command, where: Where, hit: Hit) -> None:

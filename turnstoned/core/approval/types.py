@@ -43,6 +43,8 @@ class ApprovalPolicy:
     """What a session's gate knows: blanket skip, standing grants, policies, the judge."""
 
     skip_permissions: bool = False
+    mode: p.ApprovalMode = "read-only"  # what runs unasked (see ``modes``): asks by default
+    sandbox: bool = False  # commands can run in the OS sandbox on this machine
     grants: set[str] = field(default_factory=set)  # rules saved by "always" (see ``grants``)
     configured: frozenset[str] = frozenset()  # [tools] auto_approve_tools
     timeout: float = 0.0  # seconds; 0 = wait as long as it takes

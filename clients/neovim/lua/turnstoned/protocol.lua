@@ -28,6 +28,8 @@
 ---@field autoApproveReason? string|nil
 ---@field grantRules? string[]
 ---@field policy? string|nil
+---@field sandbox? 'escalated'|'sandboxed'|'unsandboxed'|nil
+---@field escalation? string|nil
 
 ---@class turnstoned.ApprovalRequestParams
 ---@field sessionId string
@@ -88,6 +90,7 @@
 ---@field modelError? string|nil
 ---@field clients? integer
 ---@field resident? boolean
+---@field sandbox? turnstoned.SandboxHealth|nil
 
 ---@class turnstoned.Empty
 
@@ -341,6 +344,10 @@
 ---@field id string
 ---@field text? string
 
+---@class turnstoned.SandboxHealth The OS sandbox for commands: whether this machine has one, and what it enforces (or why there is none: then commands ask as they did before approval modes).
+---@field available boolean
+---@field detail? string
+
 ---@class turnstoned.ServerCapabilities Document sync is off and no LSP language feature is offered.
 ---@field textDocumentSync? turnstoned.TextDocumentSync
 ---@field experimental turnstoned.ExperimentalCapabilities
@@ -376,9 +383,15 @@
 ---@field updatedAt string
 ---@field status 'closed'|'idle'|'running'
 ---@field parentSessionId? string|nil
+---@field approvalMode? 'auto'|'full-access'|'plan'|'read-only'
 
 ---@class turnstoned.SessionListResult
 ---@field sessions turnstoned.SessionInfo[]
+
+---@class turnstoned.SessionModeChanged A session's approval mode changed (session/setMode, or the user approved a plan).
+---@field sessionId string
+---@field mode 'auto'|'full-access'|'plan'|'read-only'
+---@field previous 'auto'|'full-access'|'plan'|'read-only'
 
 ---@class turnstoned.SessionNotice A session-level event outside any turn (e.g. a background shell exited).
 ---@field sessionId string
@@ -394,6 +407,14 @@
 ---@field session turnstoned.SessionInfo
 ---@field items (turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem)[]
 
+---@class turnstoned.SessionSetModeParams
+---@field sessionId string
+---@field mode 'auto'|'full-access'|'plan'|'read-only'
+
+---@class turnstoned.SessionSetModeResult
+---@field mode 'auto'|'full-access'|'plan'|'read-only'
+---@field previous 'auto'|'full-access'|'plan'|'read-only'
+
 ---@class turnstoned.SessionStartParams
 ---@field cwd? string|nil
 ---@field kind? 'coordinator'|'interactive'
@@ -401,6 +422,7 @@
 ---@field skipPermissions? boolean
 ---@field title? string|nil
 ---@field workspace? string|nil
+---@field approvalMode? 'auto'|'full-access'|'plan'|'read-only'|nil
 
 ---@class turnstoned.SessionStartResult
 ---@field sessionId string
@@ -456,6 +478,7 @@
 ---@field autoApproved? boolean
 ---@field autoApproveReason? string|nil
 ---@field originalArguments? string|nil
+---@field sandbox? 'escalated'|'sandboxed'|'unsandboxed'|nil
 
 ---@class turnstoned.ToolInfo
 ---@field name string
@@ -570,6 +593,8 @@
 ---@alias turnstoned.SessionStatus 'closed'|'idle'|'running'
 ---@alias turnstoned.FileChangeKind 'create'|'delete'|'modify'
 ---@alias turnstoned.Risk 'critical'|'high'|'low'|'medium'
+---@alias turnstoned.ApprovalMode 'auto'|'full-access'|'plan'|'read-only'
+---@alias turnstoned.SandboxUse 'escalated'|'sandboxed'|'unsandboxed'
 ---@alias turnstoned.Recommendation 'approve'|'deny'|'review'
 ---@alias turnstoned.VerdictTier 'heuristic'|'llm'|'llm_fallback'
 ---@alias turnstoned.PolicyAction 'allow'|'ask'|'deny'
@@ -585,7 +610,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.8"
+M.PROTOCOL_REVISION = "1.9"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -598,6 +623,7 @@ M.methods = {
   session_resume = "session/resume",
   session_close = "session/close",
   session_unsubscribe = "session/unsubscribe",
+  session_set_mode = "session/setMode",
   session_compact = "session/compact",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
@@ -629,6 +655,7 @@ M.methods = {
   session_notice = "session/notice",
   session_usage = "session/usage",
   session_compacted = "session/compacted",
+  session_mode_changed = "session/modeChanged",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
   cancel_request = "$/cancelRequest",
@@ -649,6 +676,7 @@ M.directions = {
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
   ["session/close"] = { direction = "client->daemon", kind = "request" },
   ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
+  ["session/setMode"] = { direction = "client->daemon", kind = "request" },
   ["session/compact"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
@@ -680,6 +708,7 @@ M.directions = {
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
   ["session/compacted"] = { direction = "daemon->client", kind = "notification" },
+  ["session/modeChanged"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
