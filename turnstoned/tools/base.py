@@ -105,6 +105,7 @@ class PreparedCall:
     arguments: str = "{}"  # repaired JSON text, safe to send back to the model
     # Filled in by the approval gate (for calls that needed approval):
     verdict: Verdict | None = None  # the intent rule table's
+    findings: tuple[str, ...] = ()  # every rule of that table the call matched
     judge_verdict: Verdict | None = None  # the LLM judge's, when it ran
     auto_approved: str | None = None  # why it ran without asking the user
     original_arguments: str | None = None  # the model's, when the user edited the call

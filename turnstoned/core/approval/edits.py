@@ -47,7 +47,7 @@ def apply_edits(gate: Gate, verdict: Verdict) -> list[PreparedCall]:
         verdict.replaced[call.call_id] = edited
         if edited.error or not edited.needs_approval:
             continue
-        edited.verdict = intent.assess(edited, gate.env)
+        edited.verdict = intent.rate(edited, gate.env)
         match = policies.decide(rules, edited, gate.env)
         if match is not None and match.rule.action == "deny":
             verdict.denied[call.call_id] = f"Blocked by tool policy: {match.describe()}"

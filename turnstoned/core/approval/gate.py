@@ -64,7 +64,7 @@ async def run_gate(gate: Gate) -> Verdict:
     if not gated:
         return Verdict()
     for call in gated:
-        call.verdict = intent.assess(call, gate.env)
+        call.verdict = intent.rate(call, gate.env)
     verdict = Verdict()
     asked, notes = screen(gate, gated, verdict)
     if not asked:  # decided without asking: by grants ("always"), or policies and skipping

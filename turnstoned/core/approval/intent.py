@@ -101,6 +101,14 @@ def assess(call: PreparedCall, env: SessionEnv) -> p.Verdict:
     return verdict_of(findings(call, env))
 
 
+def rate(call: PreparedCall, env: SessionEnv) -> p.Verdict:
+    """``assess``, also keeping on the call every rule it matched (a destructive ``git push``
+    also needs the network: the approval mode asks about both)."""
+    hits = findings(call, env)
+    call.findings = tuple(hits)
+    return verdict_of(hits)
+
+
 def findings(call: PreparedCall, env: SessionEnv) -> dict[str, str]:
     """Every rule the call matches (rule id -> reason)."""
     args = arguments(call)

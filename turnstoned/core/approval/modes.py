@@ -56,7 +56,8 @@ def route(mode: p.ApprovalMode, call: PreparedCall, sandbox: bool) -> Route:
     """The mode's answer for ``call``; ``sandbox``: this machine can sandbox commands."""
     command = call.tool in COMMAND_TOOLS
     rule = call.verdict.rule if call.verdict is not None else "default"
-    leaves = call.escalation is not None or rule in OUTSIDE_RULES
+    found = {rule, *call.findings}
+    leaves = call.escalation is not None or bool(found & OUTSIDE_RULES)
     if not command or mode == "full-access":
         use: p.SandboxUse | None = "unsandboxed" if command else None
     elif call.escalation is not None:
@@ -67,7 +68,7 @@ def route(mode: p.ApprovalMode, call: PreparedCall, sandbox: bool) -> Route:
         return Route(False, "", use)
     if rule == "read-outside-workspace" and use != "sandboxed":
         return Route(False, "", use)  # the daemon (or an unsandboxed command) would read it
-    if rule in NETWORK_RULES or rule == "mcp-tool":
+    if found & NETWORK_RULES or rule == "mcp-tool":
         return Route(mode == "full-access", "full access", use)
     if rule == "read-only" and call.tool != "watch":  # a watch runs again and again: it asks
         return Route(True, "mode: only reads inside the workspace", use)
