@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "turnstoned"
 
-LEAF_PACKAGES = ("mcp", "net", "store", "llm", "skills", "search", "condition", "shell", "guard")
+LEAF_PACKAGES = ("mcp", "net", "store", "llm", "skills", "search", "condition", "shell", "guard",
+                  "sandbox")
 SHARED_LEAVES = ("config", "paths", "places", "envscrub", "scopes", "questions", "schema",
                  "bindings")
 LAYERS = {

@@ -24,6 +24,10 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from turnstoned.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -209,8 +213,13 @@ async def start_script(
     env: Mapping[str, str],
     on_stdout: TextSink,
     on_stderr: TextSink,
+    sandbox: Sandbox | None = None,
 ) -> ScriptProcess:
     """Start ``command`` as a bash script in a new session; raises OSError on spawn failure.
+
+    With ``sandbox`` the child applies it before exec (``sandbox.preexec``; a failure ends it
+    with 126) and gets its private TMPDIR. That disables CPython's vfork fast path: see
+    bench/README.md for the cost.
 
     A cancellation while the spawn is under way waits for it to finish, then ends the whole
     group and propagates. (Left to asyncio, the cancelled spawn kills only the leader and then
@@ -226,9 +235,10 @@ async def start_script(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=str(cwd),
-        env=dict(env),
+        env=dict(env) if sandbox is None else sandbox.env(env),
         start_new_session=True,
         pass_fds=(script,),
+        preexec_fn=None if sandbox is None else sandbox.preexec,
     ))
     try:
         (transport, protocol), cancelled = await _through_cancel(spawn)
