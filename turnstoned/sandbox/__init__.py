@@ -128,9 +128,11 @@ def _self_test(abi: int) -> str | None:
     workspace = tempfile.mkdtemp(prefix="turnstoned-sandbox-probe-")
     try:
         sandbox = _build(Profile(Path(workspace)), abi)
-    except SandboxError as exc:
+    except BaseException as exc:
         os.rmdir(workspace)
-        return str(exc)
+        if isinstance(exc, SandboxError):
+            return str(exc)
+        raise
     try:
         done = subprocess.run([true], preexec_fn=sandbox.preexec, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30,
@@ -185,11 +187,13 @@ def _build(profile: Profile, abi: int) -> Sandbox:
         grants = build(ruleset, profile, tmp, home)
         program = seccomp.Program(arch, network=profile.network, deny_truncate=abi < 3)
         return Sandbox(profile, ruleset, program, caps.Empty(), tmp, grants)
-    except OSError as exc:
+    except BaseException as exc:
         if ruleset is not None:
             ruleset.close()
         shutil.rmtree(tmp, ignore_errors=True)
-        raise SandboxError(f"the sandbox cannot be built: {exc}") from exc
+        if isinstance(exc, OSError):
+            raise SandboxError(f"the sandbox cannot be built: {exc}") from exc
+        raise
 
 
 @atexit.register
