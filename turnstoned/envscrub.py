@@ -3,9 +3,11 @@
 Used for bash (foreground and background), search, the bash_output filter
 helper and MCP stdio servers. A variable survives when it is passed through
 explicitly, is on the safe list, or does not look like a secret. Secrets are
-recognised by exact name, by a trailing ``_KEY``/``_SECRET``/``_PAT``/...
-segment (suffix matching, not substring, keeps names such as ``MONKEYTYPE``
-and ``KEYBOARD_LAYOUT``), or by a value that carries a password: a URL with
+recognised by exact name (also the bare ``SECRET``, ``APIKEY``, ``TOKEN``), by a
+trailing ``_KEY``/``_SECRET``/``_PAT``/``_JWT``/... segment (suffix matching,
+not substring, keeps names such as ``MONKEYTYPE`` and ``KEYBOARD_LAYOUT``), by
+``WEBHOOK`` anywhere in the name (a webhook URL is its own credential:
+``SLACK_WEBHOOK_URL``), or by a value that carries a password: a URL with
 ``user:password@`` (``REDIS_URL``, ``MONGODB_URI``, ``DATABASE_URL``, any
 name) or a ``password=`` connection string.
 """
@@ -36,12 +38,17 @@ SECRET_NAMES: frozenset[str] = frozenset(
         "RIPGREP_CONFIG_PATH", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
         "PASSWORD", "PASSWD", "PGPASSWORD", "MYSQL_PWD", "AWS_ACCESS_KEY_ID",
         "NPM_CONFIG__AUTH", "NPM_CONFIG__AUTHTOKEN", "DOCKER_AUTH_CONFIG",
+        "SECRET", "APIKEY", "TOKEN", "JWT", "CREDENTIALS", "PASSPHRASE",
     }
 )  # fmt: skip
 SECRET_SUFFIXES: tuple[str, ...] = (
     "_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_PASSWD", "_PASS", "_PWD", "_PASSPHRASE",
-    "_CREDENTIAL", "_CREDENTIALS", "_PAT", "_DSN", "_APIKEY",
+    "_CREDENTIAL", "_CREDENTIALS", "_PAT", "_DSN", "_APIKEY", "_JWT", "_AUTHTOKEN", ":_AUTH",
 )  # fmt: skip
+# Anywhere in the name: a webhook URL carries its own secret (SLACK_WEBHOOK_URL).
+SECRET_PARTS: tuple[str, ...] = ("WEBHOOK",)
+# CI_JOB_JWT_V2: a version after a secret suffix.
+_VERSIONED = re.compile(r"(?P<name>.+)_V\d{1,3}")
 # scheme://user:password@host (the user may be empty, as in redis://:pw@host).
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
 # libpq / ODBC style: "host=db user=app password=..." or "Pwd=...;".
@@ -54,9 +61,13 @@ def is_safe_name(name: str) -> bool:
 
 
 def is_secret_name(name: str) -> bool:
-    """True for names that are known secrets or end with a secret-looking segment."""
+    """True for names that are known secrets, end with a secret-looking segment (a version
+    after it allowed) or contain a secret-looking part."""
     upper = name.upper()
-    return upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+    versioned = _VERSIONED.fullmatch(upper)
+    base = versioned.group("name") if versioned else upper
+    return (upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+            or base.endswith(SECRET_SUFFIXES) or any(p in upper for p in SECRET_PARTS))
 
 
 def carries_password(value: str) -> bool:

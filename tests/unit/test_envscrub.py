@@ -143,3 +143,29 @@ def test_values_without_a_password_are_kept(name: str, value: str) -> None:
 def test_passthrough_keeps_a_url_with_a_password() -> None:
     env = {"DATABASE_URL": "postgres://app:pw@db/app"}
     assert scrub_env(env, passthrough=["DATABASE_URL"]) == env
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["APIKEY", "SECRET", "TOKEN", "JWT", "CI_JOB_JWT", "CI_JOB_JWT_V2", "ID_TOKEN_JWT",
+     "SLACK_WEBHOOK_URL", "DISCORD_WEBHOOK", "TEAMS_WEBHOOK_URL", "WEBHOOK_URL",
+     "GITHUB_WEBHOOK_SECRET", "API_KEY_V2", "npm_config_//registry.npmjs.org/:_authToken",
+     "npm_config_//npm.acme.dev/:_auth"],
+)  # fmt: skip
+def test_bare_jwt_and_webhook_names_are_dropped(name: str) -> None:
+    assert scrub_env({name: "v", "PATH": "/bin"}) == {"PATH": "/bin"}
+
+
+@pytest.mark.parametrize(
+    "name", ["JWT_ALGORITHM", "SECRETARY", "TOKENIZERS_PARALLELISM", "KEY", "HOOKS_DIR",
+             "ENV_VERSION", "LAYOUT_V2"],
+)  # fmt: skip
+def test_names_near_the_new_ones_are_kept(name: str) -> None:
+    assert scrub_env({name: "v"}) == {name: "v"}
+
+
+def test_passthrough_keeps_a_webhook_and_a_jwt() -> None:
+    env = {"SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T1/B2/x", "CI_JOB_JWT": "e",
+           "SECRET": "s"}
+    kept = scrub_env(env, passthrough=["SLACK_WEBHOOK_URL", "CI_JOB_JWT"])
+    assert kept == {"SLACK_WEBHOOK_URL": env["SLACK_WEBHOOK_URL"], "CI_JOB_JWT": "e"}

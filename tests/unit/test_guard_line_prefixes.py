@@ -105,3 +105,31 @@ def test_numbered_code_is_left_alone() -> None:
     for text in (numbered(code), searched(code, "settings.py")):
         result = check(text)
         assert not result.redacted, result.text
+
+
+# How bash, git and read_file deliver lines: the tag, the colour and the sign stay, the key goes.
+WRAPPERS = {
+    "stderr": "[stderr] {}", "stderr-ansi": "[stderr] \x1b[33m{}\x1b[0m",
+    "ansi": "\x1b[31m{}\x1b[0m",
+    "diff-added": "+{}", "diff-removed": "-{}", "diff-context": " {}",
+    "git-diff-color": "\x1b[31m-{}\x1b[m", "read_file-diff": "  12\t-{}", "indented": "    {}",
+}
+
+
+def wrapped(lines: list[str], shape: str) -> str:
+    return "\n".join(WRAPPERS[shape].format(line) for line in lines)
+
+
+@pytest.mark.parametrize("key,body", [(RSA_KEY, RSA_BODY), (OPENSSH_KEY, OPENSSH_BODY)],
+                         ids=["rsa", "openssh"])
+@pytest.mark.parametrize("shape", WRAPPERS)
+def test_wrapped_key_block_is_redacted_whole_or_cut(key: list[str], body: list[str],
+                                                     shape: str) -> None:
+    tag = WRAPPERS[shape].format("[REDACTED:private_key]")
+    whole = check(wrapped(["# deploy key", *key, "after = 1"], shape)).text
+    assert whole == wrapped(["# deploy key", "[REDACTED:private_key]", "after = 1"], shape)
+    head = check(wrapped(key[:6], shape)).text  # the end cut off
+    assert leaked(head, body) == [] and head == tag
+    tail = check(wrapped([*key[4:], "next = 2"], shape)).text  # the beginning cut off
+    assert leaked(tail, body) == [] and tail == wrapped(["[REDACTED:private_key]", "next = 2"],
+                                                         shape)

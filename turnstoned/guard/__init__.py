@@ -1,7 +1,8 @@
 """The output guard: what a tool result may hold before the model reads it.
 
-``check`` redacts credentials (``secrets``) and flags prompt injection and other
-risky content (``scan``) with linear patterns under a time budget (``rules``);
+``check`` redacts credentials (``secrets``, which sees through line tags, line numbers,
+colour escapes and diff signs) and flags prompt injection and other risky content
+(``scan``) with linear patterns under a time budget (``rules``);
 ``advisory`` words what it found for the model and the editor. Pure: no I/O,
 no model.
 """

@@ -1,12 +1,15 @@
-"""The output guard's machinery: rules (a pattern, its flag, when it runs, what it redacts)
-and the per-call scan that applies them within a time budget (see ``core.guard``)."""
+"""The output guard's machinery: rules (a pattern, its flag, when it runs, what it redacts),
+the per-call scan that applies them within a time budget (see ``core.guard``), and the view
+that lets them read a text with its wrappers (line tags, colour escapes) set aside."""
 
 from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate, chain, pairwise
 
 RISK_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 CATEGORIES = ("prompt_injection", "credential_leak", "encoded_payload", "adversarial_url",
@@ -33,9 +36,11 @@ def _always(m: re.Match[str]) -> bool:
 class Rule:
     """A flag raised for each match of ``pattern`` that passes ``left`` and ``accept``.
 
-    ``left`` is a one-character class that must not precede the match. A rule
-    with a ``tag`` redacts: its named group ``v`` is replaced by the tag. The rule
-    runs only if one of its lower-case ``triggers`` occurs in the text.
+    ``left`` is a one-character class that must not precede the match (a diff's
+    sign at a line's start does not count). A rule with a ``tag`` redacts: its
+    named group ``v`` is replaced by the tag (with ``unquote``, only what is inside
+    the quotes around ``v``, if it has them). The rule runs only if one of its
+    lower-case ``triggers`` occurs in the text.
     """
 
     category: str
@@ -47,12 +52,19 @@ class Rule:
     left: re.Pattern[str] | None = None
     accept: Callable[[re.Match[str]], bool] = _always
     tag: str | None = None
+    unquote: bool = False
 
     def hit(self, m: re.Match[str]) -> bool:
-        at = m.start()
-        if self.left is not None and at and self.left.match(m.string, at - 1):
+        at, s = m.start(), m.string
+        if (self.left is not None and at and self.left.match(s, at - 1)
+                and not diff_sign(s, at - 1)):
             return False
         return self.accept(m)
+
+
+def diff_sign(s: str, i: int) -> bool:
+    """True when ``s[i]`` is a diff's +/- at the start of a line: no part of the line's text."""
+    return s[i] in "+-" and (i == 0 or s[i - 1] == "\n")
 
 
 class Scan:
@@ -61,6 +73,17 @@ class Scan:
     def __init__(self, budget_seconds: float) -> None:
         self.deadline = time.monotonic() + budget_seconds
         self.tally: dict[tuple[str, str, str, str], int] = {}
+        self._lower = ""
+        self._present: dict[str, bool] = {}
+
+    def present(self, lower: str, trigger: str) -> bool:
+        """Whether ``trigger`` occurs in ``lower``, each asked once per text (rules share them)."""
+        if lower is not self._lower:
+            self._lower, self._present = lower, {}
+        found = self._present.get(trigger)
+        if found is None:
+            found = self._present[trigger] = trigger in lower
+        return found
 
     def add(self, category: str, flag: str, risk: str, detail: str) -> None:
         key = (category, flag, risk, detail)
@@ -94,24 +117,106 @@ class Scan:
 def rules(category: str, flag: str, risk: str, detail: str,
           *alternatives: tuple[tuple[str, ...], str], left: str | None = None,
           accept: Callable[[re.Match[str]], bool] = _always, flags: int = 0,
-          tag: str | None = None) -> tuple[Rule, ...]:
+          tag: str | None = None, unquote: bool = False) -> tuple[Rule, ...]:
     """One rule per (triggers, pattern) alternative, all reporting the same flag."""
     left_re = re.compile(left) if left else None
     return tuple(Rule(category, flag, risk, detail, triggers, re.compile(p, flags), left_re,
-                      accept, tag) for triggers, p in alternatives)
+                      accept, tag, unquote) for triggers, p in alternatives)
 
 
-def triggered(rule: Rule, lower: str) -> bool:
-    return not rule.triggers or any(t in lower for t in rule.triggers)
+def triggered(rule: Rule, lower: str, scan: Scan) -> bool:
+    return not rule.triggers or any(scan.present(lower, t) for t in rule.triggers)
 
 
-def redact(text: str, rule: Rule, scan: Scan) -> str:
-    pieces: list[str] = []
-    last = 0
+Edit = tuple[int, int, str]  # replace text[start:end] with the string
+
+
+def edits(text: str, rule: Rule, scan: Scan) -> list[Edit]:
+    """Where ``rule`` redacts in ``text``: its ``v`` spans, in order, with its tag."""
+    found: list[Edit] = []
     for m in scan.matches(rule.pattern, text):
         if not rule.hit(m):
             continue
-        pieces += [text[last:m.start("v")], rule.tag or ""]
-        last = m.end("v")
+        start, end = m.span("v")
+        if rule.unquote and end - start >= 2 and text[start] == text[end - 1] in "\"'":
+            start, end = start + 1, end - 1
+        found.append((start, end, rule.tag or ""))
         scan.add(rule.category, rule.flag, rule.risk, rule.detail)
-    return "".join(pieces) + text[last:] if pieces else text
+    return found
+
+
+@dataclass(frozen=True)
+class View:
+    """A text as the rules read it, with some of its characters set aside.
+
+    ``aside[i]`` goes back before the character at ``at[i]`` (in order; several may
+    share a position): the original is ``text`` with each run put back. Rules match
+    ``text``; ``replace`` applies their edits to the text and the runs alike, so
+    ``render`` gives the original with only the edits made.
+    """
+
+    text: str
+    at: tuple[int, ...] = ()
+    aside: tuple[str, ...] = ()
+
+    def hide(self, spans: list[tuple[int, int]]) -> View:
+        """This view with the characters in ``spans`` (ordered, disjoint) set aside too."""
+        if not spans:
+            return self
+        text = self.text
+        starts = [start for start, _ in spans]
+        ends = [end for _, end in spans]
+        kept = [text[a:b] for a, b in zip([0, *ends], [*starts, len(text)], strict=True)]
+        at = tuple(accumulate(map(len, kept[:-1])))
+        if not self.at:
+            return View("".join(kept), at, tuple(text[a:b] for a, b in spans))
+        # Runs set aside before: one inside a span (or at its edge) joins it in its place,
+        # one elsewhere moves with the text around it.
+        hidden: list[list[str]] = [[] for _ in spans]
+        pos = list(starts)  # how far each span's text has been copied into ``hidden``
+        moved: list[tuple[int, int, str]] = []  # (new position, order, run)
+        for n, (p, run) in enumerate(zip(self.at, self.aside, strict=True)):
+            i = bisect_right(starts, p) - 1
+            if i >= 0 and p <= ends[i]:
+                hidden[i] += [text[pos[i]:p], run]
+                pos[i] = p
+            else:
+                moved.append(((at[i] if i >= 0 else 0) + p - (ends[i] if i >= 0 else 0), n, run))
+        runs = [(a, i, "".join(h) + text[p:e])
+                for i, (a, h, p, e) in enumerate(zip(at, hidden, pos, ends, strict=True))]
+        merged = sorted([*runs, *moved])
+        return View("".join(kept), tuple(a for a, _, _ in merged), tuple(r for _, _, r in merged))
+
+    def replace(self, found: list[Edit]) -> View:
+        """This view with the edits (ordered, disjoint) made.
+
+        Set-aside runs before or after an edited span stay where they were (a line's
+        tag, the colour around a value); those inside it go with it.
+        """
+        if not found:
+            return self
+        text, at, aside = self.text, self.at, self.aside
+        pieces: list[str] = []
+        new_at: list[int] = []
+        new_aside: list[str] = []
+        gi = last = shift = 0
+        for start, end, tag in found:
+            keep = bisect_right(at, start, gi)
+            new_at += [p + shift for p in at[gi:keep]]
+            new_aside += aside[gi:keep]
+            gi = bisect_left(at, end, keep)
+            pieces += [text[last:start], tag]
+            last = end
+            shift += len(tag) - (end - start)
+        new_at += [p + shift for p in at[gi:]]
+        new_aside += aside[gi:]
+        pieces.append(text[last:])
+        return View("".join(pieces), tuple(new_at), tuple(new_aside))
+
+    def render(self) -> str:
+        """The text with the set-aside runs back in place."""
+        if not self.at:
+            return self.text
+        bounds = [0, *self.at, len(self.text)]
+        kept = [self.text[a:b] for a, b in pairwise(bounds)]
+        return "".join(chain.from_iterable(zip(kept, (*self.aside, ""), strict=True)))

@@ -169,7 +169,7 @@ _MARKER = re.compile(r"\[(?:start|end)[ _-]?(?:system-reminder|tool[_-]output|se
 def _detect_camouflage(text: str, lower: str, scan: Scan) -> None:
     """An imperative 'recommended action' phrase with an authority frame or a CAPS verb nearby."""
     for rule in _IMPERATIVES:
-        if not triggered(rule, lower):
+        if not triggered(rule, lower, scan):
             continue
         for m in scan.matches(rule.pattern, text):
             lo = max(0, m.start() - _CAMOUFLAGE_WINDOW)
@@ -189,7 +189,7 @@ def _detect_markers(text: str, scan: Scan, nonce: str | None) -> None:
 
 def _detect(text: str, lower: str, scan: Scan, nonce: str | None) -> None:
     for rule in _RULES:
-        if triggered(rule, lower):
+        if triggered(rule, lower, scan):
             for m in scan.matches(rule.pattern, text):
                 if rule.hit(m):
                     scan.add(rule.category, rule.flag, rule.risk, rule.detail)
