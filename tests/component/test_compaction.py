@@ -314,7 +314,10 @@ async def test_a_task_agent_compacts_its_own_context_and_keeps_its_task(
     assert "Context summary, written by turnstoned" in last[1]["content"]
     assert "recall" not in last[1]["content"]  # the agent's messages are not stored
     assert "word1 begins here" not in json.dumps(last)  # the first read left the prompt
-    assert [x["role"] for x in last[2:]] == ["assistant", "tool"]  # the current round, whole
+    # After the summary: whole rounds only (a call never without its result), ending with the
+    # current one; how many recent rounds fit depends on the size of the system message.
+    roles = [x["role"] for x in last[2:]]
+    assert roles and roles == ["assistant", "tool"] * (len(roles) // 2) and len(roles) <= 4
     # Not the session's context: nothing announced, the session's history untouched.
     assert sink.of("session/compacted") == []
     assert not any(x.notice == "compacted" for x in engine.get(sid).history)

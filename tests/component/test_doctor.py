@@ -174,3 +174,15 @@ def test_the_command_passes_on_a_good_setup(model: ScriptedModel, tmp_path: Path
     assert "FAIL" not in out.stdout, out.stdout
     assert out.returncode == 0
     assert out.stdout.splitlines()[0].startswith("OK    config:")
+
+
+def test_the_sandbox_is_reported(model: ScriptedModel, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from turnstoned import sandbox
+
+    line = check(cwd=tmp_path)["sandbox"]
+    if sandbox.status().available:
+        assert line.status == "OK" and "Landlock ABI" in line.what
+    monkeypatch.setenv("TURNSTONED_SANDBOX", "off")
+    off = check(cwd=tmp_path)["sandbox"]
+    assert off.status == "WARN" and "commands ask before they run" in off.what

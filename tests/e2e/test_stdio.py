@@ -81,7 +81,8 @@ def test_garbage_on_stdin_does_not_kill_the_daemon(daemon: RawDaemon) -> None:
 def test_streams_text_and_tool_calls_with_approval(daemon: RawDaemon, model: ScriptedModel,
                                                    tmp_path: Path) -> None:
     daemon.initialize()
-    model.push(tool_calls([("call-a", "bash", '{"command": "echo streamed-line"}')]),
+    # (a command that changes something: one that only reads would run unasked)
+    model.push(tool_calls([("call-a", "bash", '{"command": "sh -c \\"echo streamed-line\\""}')]),
                text("All done: the command printed streamed-line."))
     sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
     done = turn(daemon, sid, "run echo")
@@ -212,7 +213,7 @@ def test_file_change_is_read_while_pending_and_refused_after(daemon: RawDaemon, 
                text("written"))
     daemon.on_request = lambda msg: DEFER
     caps = daemon.initialize()["capabilities"]["experimental"]["turnstoned"]
-    assert caps["protocolRevision"] == "1.8" == daemon.result("daemon/health")["protocolRevision"]
+    assert caps["protocolRevision"] == "1.9" == daemon.result("daemon/health")["protocolRevision"]
     sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
     tid = daemon.result("turn/start", {"sessionId": sid,
                                        "input": [{"type": "text", "text": "write"}]})["turnId"]

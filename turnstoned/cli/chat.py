@@ -161,6 +161,10 @@ class Daemon:
 # ---------------------------------------------------------------- answering the daemon
 
 
+_SANDBOX = {"sandboxed": "in the sandbox", "unsandboxed": "outside the sandbox",
+            "escalated": "outside the sandbox, as the model asked"}
+
+
 def ask_terminal(params: Message) -> Message:
     """An approval request, asked on the terminal: y, n or a(lways), then a message."""
     items = params.get("items") or []
@@ -173,6 +177,10 @@ def ask_terminal(params: Message) -> Message:
             if rated:
                 print(f"  {rated['risk']} risk ({rated['rule']}): {rated['reason']}",
                       file=sys.stderr)
+        if item.get("escalation"):
+            print(f"  wants to run outside the sandbox: {item['escalation']}", file=sys.stderr)
+        elif item.get("sandbox"):
+            print(f"  runs {_SANDBOX[item['sandbox']]}", file=sys.stderr)
         if item.get("needsApproval"):
             saves = ", ".join(item.get("grantRules") or []) or "nothing (it will ask every time)"
             print(f"  always saves: {saves}", file=sys.stderr)
@@ -252,7 +260,9 @@ class Printer:
         elif method == "item/completed" and item["type"] == "toolCall":
             mark = "✗" if item.get("isError") else "✓"
             first = (item.get("output") or "").strip().splitlines()[:1]
-            self._line(f"{mark} {item['tool']} {item['status']}: "
+            use = item.get("sandbox")  # said when it differs from running as before: outside
+            how = f" ({_SANDBOX[use]})" if use in ("sandboxed", "escalated") else ""
+            self._line(f"{mark} {item['tool']} {item['status']}{how}: "
                        f"{first[0][:200] if first else ''}", nested)
         elif method == "turn/completed":
             print(flush=True)

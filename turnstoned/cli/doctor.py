@@ -117,8 +117,20 @@ class Doctor:
             self.check_mcp(cfg)
         self.check_project()
         self.check_ripgrep()
+        self.check_sandbox()
         self.check_resident()
         return self.lines
+
+    def check_sandbox(self) -> None:
+        from turnstoned import sandbox
+
+        state = sandbox.status()
+        if state.available:
+            self.add("OK", f"sandbox: {state.detail}")
+            return
+        # A warning, not a failure: without a sandbox, auto mode asks about commands.
+        self.add("WARN", f"sandbox: none ({state.detail}); in auto mode commands ask before "
+                       "they run (Linux with Landlock, 5.13 or newer, sandboxes them)")
 
     # ----------------------------------------------------------- config and files
 

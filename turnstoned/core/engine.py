@@ -15,7 +15,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from turnstoned import __version__, skills
+from turnstoned import __version__, sandbox, skills
 from turnstoned import protocol as p
 from turnstoned import tools as registry
 from turnstoned.config import Config
@@ -78,7 +78,9 @@ class Engine:
 
     def start(self) -> None:
         """Begin background work (MCP connections, watches); call on the running event loop."""
-        asyncio.get_running_loop().create_task(self.mcp.start(), name="mcp-start")
+        loop = asyncio.get_running_loop()
+        loop.create_task(self.mcp.start(), name="mcp-start")
+        loop.run_in_executor(None, sandbox.status)  # its probe runs a child: not on the loop
         self.watches.runner.start()
         self.previews.sweep()
 
@@ -324,6 +326,7 @@ class Engine:
             version=__version__, protocol_version=p.PROTOCOL_VERSION, sessions=len(live),
             running_turns=sum(1 for s in live if s.running),
             model=model.name if model else None, mcp=wire.mcp_health(self.mcp),
+            sandbox=wire.sandbox_health(await asyncio.to_thread(sandbox.status)),
         )
         if probe and model is not None:
             from turnstoned.llm.discovery import list_models  # imports openai: not on startup

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnstoned import protocol as p
+from turnstoned import sandbox
 from turnstoned.config import Config, ModelSettings, resolve_model
 from turnstoned.core import messages as m
 from turnstoned.core import wire
@@ -112,7 +113,7 @@ class Sessions:
         workspace = (env.workspace or env.cwd).resolve()
         policy = ApprovalPolicy(
             skip_permissions=row.skip_permissions or tools.skip_permissions,
-            mode=mode_of(row, self.config),
+            mode=mode_of(row, self.config), sandbox=sandbox.status().available,
             grants=grants.load(row.grants), configured=frozenset(tools.auto_approve_tools),
             timeout=tools.approval_timeout_seconds,
             on_grant=lambda saved: store.update_session(row.id, grants=sorted(saved)),

@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
+from turnstoned import sandbox
 from turnstoned.condition import ConditionError, compile_condition, evaluate
 from turnstoned.core import wire
 from turnstoned.core.errors import EngineError
 from turnstoned.core.results import GuardSettings, guard_output
+from turnstoned.core.sessions import mode_of
 from turnstoned.envscrub import scrub_env
 from turnstoned.protocol import ErrorCode
+from turnstoned.sandbox import Sandbox, SandboxError
 from turnstoned.shell.blocklist import blocked_message
 from turnstoned.store.watches import Watch, WatchStore
 from turnstoned.tools.base import ToolOutput, truncate_middle
@@ -68,10 +71,12 @@ Deliver = Callable[[Watch, Report], None]
 class WatchRunner:
     def __init__(self, watches: WatchStore, *, deliver: Deliver,
                  cwd_of: Callable[[str], Path | None], timeout: float,
-                 env: Callable[[], Mapping[str, str]]) -> None:
+                 env: Callable[[], Mapping[str, str]],
+                 sandbox_of: Callable[[str], Sandbox | None] = lambda session_id: None) -> None:
         self.watches = watches
         self.deliver = deliver
         self.cwd_of = cwd_of  # a session's working directory; None when it is gone or closed
+        self.sandbox_of = sandbox_of  # the sandbox a session's polls run in (None: none)
         self.timeout = timeout
         self.env = env
         self._wake = asyncio.Event()
@@ -151,19 +156,25 @@ class WatchRunner:
             if blocked:
                 self.watches.deactivate(watch.id, blocked)
                 return
-            output, code = await self._run(watch.command, cwd)
+            try:
+                box = self.sandbox_of(watch.session_id)
+            except SandboxError as exc:
+                self.watches.deactivate(watch.id, f"the sandbox could not be prepared: {exc}")
+                return
+            output, code = await self._run(watch.command, cwd, box)
             self._settle(watch, output, code)
         except asyncio.CancelledError:
             raise
         except Exception:  # one poll's failure must not stop the runner
             log.exception("watch %s: poll failed", watch.id)
 
-    async def _run(self, command: str, cwd: Path) -> tuple[str, int]:
+    async def _run(self, command: str, cwd: Path,
+                   box: Sandbox | None = None) -> tuple[str, int]:
         """The command's output (stdout, then ``[stderr]`` and stderr) and exit code."""
         out, err = OutputCollector(OUTPUT_CAP), OutputCollector(OUTPUT_CAP)
         try:
             proc = await start_script(command, stop_on_error=False, cwd=cwd, env=self.env(),
-                                      on_stdout=out.add, on_stderr=err.add)
+                                      on_stdout=out.add, on_stderr=err.add, sandbox=box)
         except (OSError, ValueError) as exc:
             return f"[command failed: {exc}]", -1
         self._procs.add(proc)
@@ -231,7 +242,22 @@ class WatchDesk:
         tools = sessions.config.tools
         self.runner = WatchRunner(
             self.store, deliver=self.deliver, cwd_of=self.cwd_of, timeout=tools.timeout,
-            env=lambda: scrub_env(os.environ, passthrough=tools.env_passthrough))
+            env=lambda: scrub_env(os.environ, passthrough=tools.env_passthrough),
+            sandbox_of=self.sandbox_of)
+
+    def sandbox_of(self, session_id: str) -> Sandbox | None:
+        """A watch polls as bash runs in its session's mode: in the sandbox in auto (when
+        there is one), outside it once approved in the other modes."""
+        live = self.sessions.live.get(session_id)
+        row = live.row if live is not None else self.sessions.store.get_session(session_id)
+        if row is None or not sandbox.status().available:
+            return None
+        mode = live.policy.mode if live is not None else mode_of(row, self.sessions.config)
+        if mode != "auto":
+            return None
+        workspace = live.env.workspace_root() if live is not None else os.path.realpath(
+            row.workspace or row.cwd)
+        return sandbox.prepare(sandbox.Profile(workspace=Path(workspace)))
 
     def cwd_of(self, session_id: str) -> Path | None:
         live = self.sessions.live.get(session_id)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from turnstoned.mcp.manager import MCPManager
     from turnstoned.mcp.models import CatalogChange, ServerStatus
     from turnstoned.mcp.trust import Question
+    from turnstoned.sandbox import Status
     from turnstoned.store import SessionRow
     from turnstoned.store.previews import PreviewRecord
     from turnstoned.store.watches import Watch
@@ -96,6 +97,10 @@ def preview_open(session_id: str, call_id: str, record: PreviewRecord,
         kind=record.kind,  # type: ignore[arg-type]
         title=record.title, source=record.source, content_type=record.content_type,
         size=record.size, csp=csp)
+
+
+def sandbox_health(status: Status) -> p.SandboxHealth:
+    return p.SandboxHealth(available=status.available, detail=status.detail)
 
 
 def watch_info(w: Watch) -> p.WatchInfo:

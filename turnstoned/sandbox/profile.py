@@ -4,7 +4,9 @@ READ (and execute): the system (``SYSTEM``), /etc but its credential files (Land
 adds rights, so /etc's other entries are granted one by one), /proc and /sys (another
 process's environ, mem, fd/ and root/ stay closed: Landlock lets a sandboxed process
 ptrace-access only processes inside its own domain), the user's toolchains under HOME
-(``TOOLCHAINS``, those that exist, never their credential files) and ``Profile.readable``.
+(``TOOLCHAINS``, those that exist, never their credential files), the toolchains the
+command's PATH leads to (``path_toolchains``: a pyenv, conda or rbenv root, say) and
+``Profile.readable``.
 WRITE (everything a directory allows: create, remove, rename within, truncate): the
 workspace, the sandbox's private temp dir, ``Profile.writable`` and the devices in
 ``DEVICES``. Nothing else: not /tmp (the resident daemon may keep its socket in
@@ -118,6 +120,28 @@ def grant(ruleset: ll.Ruleset, grants: Grants, path: str, rights: int,
         grant(ruleset, grants, os.path.join(real, name), rights, excluded, follow=False)
 
 
+def path_toolchains(search: str, home: str) -> list[str]:
+    """The trees a command's PATH runs programs from: for an entry in the home directory,
+    its top directory there (``~/.pyenv/shims`` -> ``~/.pyenv``: shims run the versions
+    beside them); elsewhere the entry, or its parent for a ``bin``, ``sbin`` or ``shims``
+    directory. Never the root, the home directory itself or a top-level directory."""
+    found: list[str] = []
+    home_real = os.path.realpath(home) if home not in ("", "/") else ""
+    for entry in search.split(":"):
+        if not entry or not os.path.isabs(entry):
+            continue  # `.` or a relative entry: not a toolchain
+        real = os.path.realpath(entry)
+        if home_real and real.startswith(home_real + "/"):
+            top = real[len(home_real) + 1:].split("/")[0]
+            tree = os.path.join(home_real, top)
+        else:
+            tree = os.path.dirname(real) if os.path.basename(real) in ("bin", "sbin", "shims") \
+                else real
+        if tree.count("/") >= 2 and tree != home_real and tree not in found:
+            found.append(tree)
+    return found
+
+
 def build(ruleset: ll.Ruleset, profile: Profile, tmp: Path, home: str) -> Grants:
     """Add the profile's rules to ``ruleset``."""
     grants = Grants()
@@ -130,6 +154,8 @@ def build(ruleset: ll.Ruleset, profile: Profile, tmp: Path, home: str) -> Grants
     for name in TOOLCHAINS:
         if home not in ("", "/"):
             grant(ruleset, grants, os.path.join(home, name), ll.READ, excluded)
+    for path in path_toolchains(os.environ.get("PATH", ""), home):
+        grant(ruleset, grants, path, ll.READ, excluded)
     for extra in profile.readable:
         grant(ruleset, grants, str(extra), ll.READ, excluded)
     for path in DEVICES:

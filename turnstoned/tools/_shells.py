@@ -16,9 +16,13 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from turnstoned.tools.base import SessionEnv, ToolContext, ToolOutput
 from turnstoned.tools.procs import ScriptProcess, start_script
+
+if TYPE_CHECKING:
+    from turnstoned.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +262,8 @@ def kill_all_now(env: SessionEnv) -> None:
 
 
 async def start_shell(
-    ctx: ToolContext, command: str, *, stop_on_error: bool, env: Mapping[str, str]
+    ctx: ToolContext, command: str, *, stop_on_error: bool, env: Mapping[str, str],
+    sandbox: Sandbox | None = None,
 ) -> ToolOutput:
     """Start ``command`` in the background and return its handle at once."""
     shells = registry(ctx.env)
@@ -281,6 +286,7 @@ async def start_shell(
             env=env,
             on_stdout=buffer.feed,
             on_stderr=lambda text: buffer.feed(text, "[stderr] "),
+            sandbox=sandbox,
         )
     except (OSError, ValueError) as exc:
         return ToolOutput(f"Error executing command: {exc}", is_error=True, summary="spawn failed")

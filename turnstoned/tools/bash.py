@@ -14,11 +14,14 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from turnstoned import sandbox
 from turnstoned.envscrub import scrub_env
+from turnstoned.sandbox import Sandbox
 from turnstoned.shell.blocklist import blocked_message, normalize_command
 from turnstoned.tools import _shells
 from turnstoned.tools._lenient import as_bool, as_int
@@ -120,14 +123,28 @@ def command_env(ctx: ToolContext) -> dict[str, str]:
     return scrub_env(os.environ, passthrough=ctx.env.settings.env_passthrough)
 
 
+def command_sandbox(call: PreparedCall, ctx: ToolContext) -> Sandbox | None:
+    """The sandbox the approval mode put this call in (None: it runs outside); raises
+    SandboxError when it cannot be prepared (the command then does not run)."""
+    if call.sandbox != "sandboxed":
+        return None
+    return sandbox.prepare(sandbox.Profile(workspace=Path(ctx.env.workspace_root())))
+
+
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     """Run the command (foreground) or start a background shell."""
     plan: BashPlan = call.data
+    try:
+        box = command_sandbox(call, ctx)
+    except sandbox.SandboxError as exc:
+        return ToolOutput(f"Error: the sandbox could not be prepared ({exc}); the command did "
+                          "not run. Run it with escalate and a reason to ask the user to run "
+                          "it outside the sandbox.", is_error=True, effect_status="none")
     if plan.background:
         return await _shells.start_shell(
-            ctx, plan.command, stop_on_error=plan.stop_on_error, env=command_env(ctx)
-        )
-    return await _run_foreground(plan, ctx)
+            ctx, plan.command, stop_on_error=plan.stop_on_error, env=command_env(ctx),
+            sandbox=box)
+    return await _run_foreground(plan, ctx, box)
 
 
 class _ForegroundOutput:
@@ -206,7 +223,7 @@ async def _wait_leader(proc: ScriptProcess, timeout: float, cancel: asyncio.Even
     return "cancelled" if cancel.is_set() else "timeout"
 
 
-async def _run_foreground(plan: BashPlan, ctx: ToolContext) -> ToolOutput:
+async def _run_foreground(plan: BashPlan, ctx: ToolContext, box: Sandbox | None) -> ToolOutput:
     output = _ForegroundOutput(ctx, ctx.env.output_cap())
     try:
         proc = await start_script(
@@ -216,6 +233,7 @@ async def _run_foreground(plan: BashPlan, ctx: ToolContext) -> ToolOutput:
             env=command_env(ctx),
             on_stdout=output.on_stdout,
             on_stderr=output.on_stderr,
+            sandbox=box,
         )
     except (OSError, ValueError) as exc:
         return ToolOutput(f"Error executing command: {exc}", is_error=True, summary="spawn failed")
@@ -227,7 +245,21 @@ async def _run_foreground(plan: BashPlan, ctx: ToolContext) -> ToolOutput:
         await proc.finish()
         raise
     output.flush()
-    return _result(plan, outcome, proc.returncode, output.render(ctx.env.output_cap()))
+    result = _result(plan, outcome, proc.returncode, output.render(ctx.env.output_cap()))
+    if box is not None and outcome == "exited" and proc.returncode:
+        stopped = box.explain(proc.returncode, result.text())
+        if stopped:
+            ctx.env.state.setdefault(DENIALS, {})[plan.command] = stopped
+            result.content = f"{result.text()}\n{sandbox_note(stopped)}"
+    return result
+
+
+def sandbox_note(stopped: str) -> str:
+    """What the model reads under a sandboxed command that the sandbox probably stopped."""
+    return (f"[sandbox] This command ran in the sandbox (it writes only the workspace and "
+            f"$TMPDIR and has no network), which probably stopped it: {stopped}. If it needs "
+            "that, call bash again with the same command, escalate: true and a reason; the "
+            "user is asked to let it run outside the sandbox.")
 
 
 def _result(plan: BashPlan, outcome: Outcome, code: int | None, body: str) -> ToolOutput:
