@@ -27,8 +27,10 @@ PROTOCOL_VERSION = 1
 # daemon/health); "1.8" adds ``usage`` to session/compacted; "1.9" adds approval modes
 # (``approvalMode`` on session/start and session info, session/setMode,
 # session/modeChanged), the command sandbox (``sandbox`` on tool-call and approval items,
-# ``escalation`` on approval items, ``sandbox`` in daemon/health).
-PROTOCOL_REVISION = "1.9"
+# ``escalation`` on approval items, ``sandbox`` in daemon/health); "1.10" adds checkpoints
+# and undo (``checkpoint`` on turn/completed, turn/changes, turn/undo, turn/redo,
+# session/fork, the ``undo`` and ``redo`` notices).
+PROTOCOL_REVISION = "1.10"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -63,6 +65,8 @@ class ErrorCode(enum.IntEnum):
     PREVIEW_NOT_FOUND = -32021
     WATCH_NOT_FOUND = -32022
     GRANT_NOT_FOUND = -32023
+    CHECKPOINT_NOT_FOUND = -32024
+    TURN_RUNNING = -32025
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -82,6 +86,8 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.PREVIEW_NOT_FOUND: "previewNotFound",
     ErrorCode.WATCH_NOT_FOUND: "watchNotFound",
     ErrorCode.GRANT_NOT_FOUND: "grantNotFound",
+    ErrorCode.CHECKPOINT_NOT_FOUND: "checkpointNotFound",
+    ErrorCode.TURN_RUNNING: "turnRunning",
 }
 
 TurnErrorKind = Literal[
@@ -292,6 +298,86 @@ class SessionCompactResult(Wire, kw_only=True):
 
     status: Literal["compacted", "scheduled", "unchanged"]
     text: str = ""
+
+
+class TurnRef(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+
+
+class TurnChangesResult(Wire, kw_only=True):
+    """Every file the turn changed, with its diff (a running turn: so far)."""
+
+    files: list[ChangedFile]
+    undoable: bool = True
+    note: str | None = None
+
+
+# How to settle a file the user changed after the agent did: keep the user's version, or
+# take the checkpoint's.
+Resolution = Literal["mine", "checkpoint"]
+
+
+class TurnUndoParams(Wire, kw_only=True):
+    session_id: str
+    turn_id: str
+    # Take the turns out of the conversation too (the model forgets them); otherwise the
+    # model is told at its next turn that the user undid them.
+    rewind: bool = False
+    # Only these files (absolute paths) of the turns' changes; all of them when absent.
+    paths: list[str] | None = None
+    resolutions: dict[str, Resolution] = {}
+
+
+class TurnRedoParams(Wire, kw_only=True):
+    session_id: str
+    undo_id: str
+    resolutions: dict[str, Resolution] = {}
+
+
+class UndoConflict(Wire, kw_only=True):
+    """A file the user changed after the agent's turn did: ``diff`` goes from the agent's
+    version to the file as it is now."""
+
+    path: str
+    diff: str
+    truncated: bool = False
+
+
+class TurnUndoResult(Wire, kw_only=True):
+    """``applied`` false: nothing changed, because some files need a resolution
+    (``conflicts``: ask the user, then send the call again with ``resolutions``).
+    Otherwise ``restored`` were put back, ``kept`` were left as the user has them, and
+    ``undoId`` names the undo for turn/redo."""
+
+    applied: bool
+    undo_id: str | None = None
+    turn_ids: list[str] = []
+    restored: list[ChangedFile] = []
+    kept: list[str] = []
+    conflicts: list[UndoConflict] = []
+    rewound: bool = False
+    # The text of the undone turn's prompt (turn/undo with rewind: to edit and send again).
+    prompt: str | None = None
+
+
+class SessionForkParams(Wire, kw_only=True):
+    """A new session whose conversation is ``sessionId``'s before ``turnId`` (the turn and
+    those after it are left out); ``restoreFiles`` also undoes them in the workspace."""
+
+    session_id: str
+    turn_id: str
+    restore_files: bool = False
+    resolutions: dict[str, Resolution] = {}
+    title: str | None = None
+
+
+class SessionForkResult(Wire, kw_only=True):
+    """``session`` is null when ``undo`` was not applied (conflicts to resolve first)."""
+
+    session: SessionInfo | None = None
+    prompt: str | None = None
+    undo: TurnUndoResult | None = None
 
 
 class TurnStartParams(Wire, kw_only=True):
@@ -714,12 +800,37 @@ class ApprovalVerdicts(Event, kw_only=True):
     parent_call_id: str | None = None  # the cycle of a task agent: see ApprovalResolved
 
 
+class ChangedFile(Wire, kw_only=True):
+    """A file a turn changed (or an undo would restore), by whoever changed it: a file tool,
+    a command, the user while the turn ran. ``path`` is absolute. ``diff`` (turn/changes
+    only) is the unified diff, capped (``truncated``); none for a binary file."""
+
+    path: str
+    kind: FileChangeKind
+    binary: bool = False
+    diff: str | None = None
+    truncated: bool = False
+
+
+class TurnCheckpoint(Wire, kw_only=True):
+    """What a turn changed in the workspace, and whether turn/undo can take it back.
+
+    ``undoable`` is false when the workspace could not be snapshotted before the turn
+    changed it (``note`` says why: too big, git missing)."""
+
+    files: list[ChangedFile] = []
+    undoable: bool = True
+    note: str | None = None
+
+
 class TurnCompleted(Event, kw_only=True):
     session_id: str
     turn_id: str
     status: TurnStatus
     error: TurnError | None = None
     usage: Usage | None = None
+    # Set when the turn ran a call that may change the workspace.
+    checkpoint: TurnCheckpoint | None = None
 
 
 class SessionUsage(Event, kw_only=True):
@@ -1010,6 +1121,13 @@ METHODS: tuple[Method, ...] = (
          "Send user input. Returns at once; a turn already running takes it at its next seam."),
     _req("turn/interrupt", TurnInterruptParams, Empty,
          "Stop the running turn. Returns at once; turn/completed `interrupted` follows."),
+    _req("turn/changes", TurnRef, TurnChangesResult,
+         "Every file a turn changed, with its diff."),
+    _req("turn/undo", TurnUndoParams, TurnUndoResult,
+         "Put the workspace back as it was before a turn (and the turns after it)."),
+    _req("turn/redo", TurnRedoParams, TurnUndoResult, "Bring back what an undo took back."),
+    _req("session/fork", SessionForkParams, SessionForkResult,
+         "A new session continuing from before one of a session's turns."),
     _req("tool/list", ToolListParams, ToolListResult, "Tools visible to a session (or all)."),
     _req("mcpServer/list", None, McpServerListResult, "Configured MCP servers and their state."),
     _req("mcpServer/refresh", McpServerRefreshParams, McpServerRefreshResult,

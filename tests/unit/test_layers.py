@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "turnstoned"
 
 LEAF_PACKAGES = ("mcp", "net", "store", "llm", "skills", "search", "condition", "shell", "guard",
-                  "sandbox")
+                 "sandbox", "checkpoint")
 SHARED_LEAVES = ("config", "paths", "places", "envscrub", "scopes", "questions", "schema",
                  "bindings")
 LAYERS = {

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from turnstoned import __version__, sandbox, skills
+from turnstoned import __version__, paths, sandbox, skills
 from turnstoned import protocol as p
 from turnstoned import tools as registry
 from turnstoned.config import Config
@@ -27,8 +27,10 @@ from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
 from turnstoned.core.previews import Previews
+from turnstoned.core.rewind import Rewinds
 from turnstoned.core.session import Session
 from turnstoned.core.sessions import Sessions
+from turnstoned.core.undo import Checkpoints
 from turnstoned.core.watches import WatchDesk
 from turnstoned.llm.types import ModelError
 from turnstoned.mcp.catalog import catalog_text
@@ -54,6 +56,11 @@ class Engine:
         self.policies = build.policy_book(config, store, sink)
         self.sessions = sessions = Sessions(config, store, sink, services, self.policies)
         sessions.judge = self.judge = build.judge(sessions)
+        sessions.checkpoints = checkpoints = Checkpoints(store, paths.data_dir() / "checkpoints")
+        checkpoints.on_off = lambda session_id, why: sink.notify(p.SessionNotice(
+            session_id=session_id, kind="checkpointsOff",
+            text=f"Turns in this workspace cannot be undone: {why}", data={"reason": why}))
+        self.rewinds = Rewinds(sessions, checkpoints)
         sessions.on_opened.append(self.projects.open)
         build.side_calls(sessions)
         services.set_mode = sessions.set_mode
@@ -154,6 +161,20 @@ class Engine:
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
         self.sessions.interrupt(session_id, turn_id)
+
+    # ----------------------------------------------------------- undo
+
+    async def turn_changes(self, params: p.TurnRef) -> p.TurnChangesResult:
+        return await self.rewinds.changes(params)
+
+    async def undo(self, params: p.TurnUndoParams) -> p.TurnUndoResult:
+        return await self.rewinds.undo(params)
+
+    async def redo(self, params: p.TurnRedoParams) -> p.TurnUndoResult:
+        return await self.rewinds.redo(params)
+
+    async def fork(self, params: p.SessionForkParams) -> p.SessionForkResult:
+        return await self.rewinds.fork(params)
 
     # ----------------------------------------------------------- queries
 

@@ -22,7 +22,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -60,6 +60,8 @@ class BatchSetup:
     policy: ApprovalPolicy
     repeats: RepeatDetector = field(default_factory=RepeatDetector)
     guard: GuardSettings = field(default_factory=GuardSettings)
+    # Called with the calls about to run, before they run (the turn's checkpoint).
+    before_changes: Callable[[Sequence[PreparedCall]], Awaitable[None]] | None = None
 
 
 @dataclass(slots=True)
@@ -209,7 +211,10 @@ class Batch:
         denied = {c.call_id: Outcome(c, ToolOutput(verdict.denied[c.call_id], True, "none"),
                                      "declined")
                   for c in self.calls if c.call_id in verdict.denied}
-        outcomes = await self._execute([c for c in self.calls if c.call_id not in denied])
+        runnable = [c for c in self.calls if c.call_id not in denied]
+        if setup.before_changes is not None:
+            await setup.before_changes([c for c in runnable if not c.error])
+        outcomes = await self._execute(runnable)
         by_id = {o.call.call_id: o for o in outcomes} | denied
         return self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
 

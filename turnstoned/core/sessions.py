@@ -38,6 +38,7 @@ from turnstoned.tools.base import MODE_KEY, Services, SessionEnv, ToolSettings
 if TYPE_CHECKING:
     from turnstoned.core.approval.judge import Judge
     from turnstoned.core.approval.policy_files import PolicyBook
+    from turnstoned.core.undo import Checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class Sessions:
         self.services = services
         self.policies = policies
         self.judge: Judge | None = None
+        self.checkpoints: Checkpoints | None = None
         self.live: dict[str, Session] = {}
         # A workspace a session opened in (MCP project trust asks about its .mcp.json).
         self.on_opened: list[Callable[[Path], None]] = []
@@ -185,15 +187,20 @@ class Sessions:
             self.store.update_session(session_id, closed=False)
             row = self.store.get_session(session_id) or row
         session = self._open(row)
-        summary, bodies = self.store.load_view(session_id)  # what the model read last
+        self.reload(session)
+        session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
+        return session
+
+    def reload(self, session: Session) -> None:
+        """Read what the model reads from the store (after a resume, a rewind)."""
+        summary, bodies = self.store.load_view(session.id)  # what the model read last
         history = [m.decode(body) for body in bodies]
         repaired = m.repair(history)
         if len(repaired) != len(history):
             fresh = [x for x in repaired if x not in history]
-            self.store.append_messages(session_id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
+            self.store.append_messages(session.id, [(x.role, x.turn_id, m.encode(x)) for x in fresh])
         session.history = ([m.decode(summary)] if summary else []) + repaired
-        session.queued = [m.decode(body) for body in self.store.load_queued(session_id)]
-        return session
+        session.generation += 1
 
     def set_mode(self, session_id: str, mode: p.ApprovalMode) -> p.ApprovalMode:
         """Change a session's approval mode (from its next tool call); the previous one."""
@@ -247,7 +254,7 @@ class Sessions:
         message.turn_id = turn.id
         session.commit([message], folded=folded)
         session.turn = turn
-        runner = TurnRunner(session, turn, self.config, self.sink, self.model)
+        runner = TurnRunner(session, turn, self.config, self.sink, self.model, self.checkpoints)
         turn.task = asyncio.get_running_loop().create_task(runner.run(), name=f"turn-{turn.id}")
         turn.task.add_done_callback(lambda _: self._turn_ended(session, turn))
         return turn.id

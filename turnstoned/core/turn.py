@@ -17,7 +17,8 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings
@@ -33,6 +34,9 @@ from turnstoned.core.toolset import Toolset
 from turnstoned.llm.types import ModelError, ModelReply
 from turnstoned.tools.base import truncate_middle
 
+if TYPE_CHECKING:
+    from turnstoned.core.undo import Checkpoints
+
 log = logging.getLogger(__name__)
 
 PARTIAL_KEPT = 65_536  # characters of a failed reply's text the conversation keeps
@@ -40,9 +44,11 @@ PARTIAL_KEPT = 65_536  # characters of a failed reply's text the conversation ke
 
 class TurnRunner:
     def __init__(self, session: Session, turn: TurnState, config: Config, sink: EventSink,
-                 model_for: Callable[[str], ModelSettings]) -> None:
+                 model_for: Callable[[str], ModelSettings],
+                 checkpoints: Checkpoints | None = None) -> None:
         self.session, self.turn, self.config, self.sink = session, turn, config, sink
         self.model_for = model_for  # the session's model; raises ModelError when there is none
+        self.checkpoints = checkpoints
         self.batch: Batch | None = None
         self.tools = Toolset()
         self._reply_id = ""
@@ -77,11 +83,26 @@ class TurnRunner:
             self._commit_receipts("The turn failed.")
         finally:
             self._close_open_items()
+            checkpoint = await self._checkpoint()
             self.session.turn = None
             self.session.last_status = status
             self.sink.notify(p.TurnCompleted(
                 session_id=self.session.id, turn_id=self.turn.id, status=status, error=error,
-                usage=self.turn.usage if self.turn.usage.total_tokens else None))
+                usage=self.turn.usage if self.turn.usage.total_tokens else None,
+                checkpoint=checkpoint))
+
+    async def _checkpoint(self) -> p.TurnCheckpoint | None:
+        """The workspace after the turn, when it has a checkpoint (never raises: the turn's
+        end is reported whatever happens here)."""
+        if self.checkpoints is None:
+            return None
+        try:
+            return await self.checkpoints.after(self.session.env, self.turn.id)
+        except asyncio.CancelledError:
+            return None
+        except Exception:
+            log.exception("checkpoint after turn %s failed", self.turn.id)
+            return None
 
     async def _loop(self) -> None:
         model = self.model_for(self.session.id)
@@ -172,7 +193,9 @@ class TurnRunner:
         return BatchSetup(env=self.session.env, sink=self.sink, turn_id=self.turn.id,
                           cancel=self.turn.cancel, policy=self.session.policy,
                           repeats=self.session.repeats,
-                          guard=GuardSettings(tools_cfg.output_guard, tools_cfg.redact_secrets))
+                          guard=GuardSettings(tools_cfg.output_guard, tools_cfg.redact_secrets),
+                          before_changes=partial(self.checkpoints.before, self.session.env,
+                                                 self.turn.id) if self.checkpoints else None)
 
     def _commit_assistant(self, reply: ModelReply) -> Batch:
         """Prepare the reply's tool calls, then commit the assistant message and open their items."""

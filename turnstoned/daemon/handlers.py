@@ -147,6 +147,29 @@ async def turn_interrupt(get_engine: GetEngine, params: p.TurnInterruptParams) -
     return p.Empty()
 
 
+@handles("turn/changes")
+async def turn_changes(get_engine: GetEngine, params: p.TurnRef) -> p.TurnChangesResult:
+    return await get_engine().turn_changes(params)
+
+
+@handles("turn/undo")
+async def turn_undo(get_engine: GetEngine, params: p.TurnUndoParams) -> p.TurnUndoResult:
+    return await get_engine().undo(params)
+
+
+@handles("turn/redo")
+async def turn_redo(get_engine: GetEngine, params: p.TurnRedoParams) -> p.TurnUndoResult:
+    return await get_engine().redo(params)
+
+
+@handles("session/fork")
+async def session_fork(get_engine: GetEngine, params: p.SessionForkParams) -> p.SessionForkResult:
+    result = await get_engine().fork(params)
+    if result.session is not None:
+        subscribe(result.session.session_id)
+    return result
+
+
 @handles("fileChange/read")
 async def file_change_read(get_engine: GetEngine,
                            params: p.FileChangeReadParams) -> p.FileChangeReadResult:

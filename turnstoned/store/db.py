@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from turnstoned.protocol import SessionKind
+from turnstoned.store import checkpoints as _checkpoints
 from turnstoned.store import memory as _memory
 from turnstoned.store import recall as _recall
 from turnstoned.store import tasks as _tasks
@@ -124,10 +125,16 @@ class Store(Database):
         if "parent_id" not in columns:  # a database from before coordinator sessions
             self._db.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
         self._db.execute("CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_id)")
+        for table in ("messages", "compactions"):  # a database from before undo
+            if "rewound" not in {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN rewound TEXT")
+        self._db.execute("CREATE INDEX IF NOT EXISTS messages_rewound ON messages(id) "
+                         "WHERE rewound IS NOT NULL")  # recall leaves them out
         _memory.install(self._db)
         _trust.install(self._db)
         _watches.install(self._db)
         _tasks.install(self._db)
+        _checkpoints.install(self._db)
         # False when SQLite lacks FTS5: messages are then stored without an index.
         self.fts_enabled = _recall.install(self._db)
 
@@ -214,12 +221,12 @@ class Store(Database):
         never compacted) and the JSON bodies of the messages after it, in commit order."""
         with self._lock:
             latest = self._db.execute(
-                "SELECT summary, keep_from FROM compactions WHERE session_id = ? "
-                "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
+                "SELECT summary, keep_from FROM compactions WHERE session_id = ? AND "
+                "rewound IS NULL ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
             summary, start = latest if latest else (None, 0)
             rows = self._db.execute(
-                "SELECT body FROM messages WHERE session_id = ? AND id >= ? ORDER BY id",
-                (session_id, start)).fetchall()
+                "SELECT body FROM messages WHERE session_id = ? AND id >= ? AND rewound IS NULL "
+                "ORDER BY id", (session_id, start)).fetchall()
         return summary, [r[0] for r in rows]
 
     def load_timeline(self, session_id: str) -> tuple[list[str], list[tuple[int, str]]]:
@@ -227,18 +234,86 @@ class Store(Database):
         ``(number of messages before it, session/compacted JSON)``, oldest first."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, body FROM messages WHERE session_id = ? ORDER BY id",
-                (session_id,)).fetchall()
+                "SELECT id, body FROM messages WHERE session_id = ? AND rewound IS NULL "
+                "ORDER BY id", (session_id,)).fetchall()
             marks = self._db.execute(
-                "SELECT last_row, event FROM compactions WHERE session_id = ? ORDER BY seq",
-                (session_id,)).fetchall()
+                "SELECT last_row, event FROM compactions WHERE session_id = ? AND "
+                "rewound IS NULL ORDER BY seq", (session_id,)).fetchall()
         ids = [r[0] for r in rows]
         return [r[1] for r in rows], [(bisect.bisect_right(ids, last), ev) for last, ev in marks]
+
+    def rewind(self, session_id: str, turn_ids: Sequence[str], mark: str) -> None:
+        """Take the messages of ``turn_ids`` (and compactions since the first of them) out of
+        the session's conversation, marked ``mark`` so ``unrewind`` brings them back."""
+        marks = ",".join("?" * len(turn_ids))
+        with self.transaction() as db:
+            first = db.execute(f"SELECT MIN(id) FROM messages WHERE session_id = ? AND turn_id IN "
+                               f"({marks}) AND rewound IS NULL", (session_id, *turn_ids)
+                               ).fetchone()[0]
+            if first is None:
+                return
+            db.execute("UPDATE messages SET rewound = ? WHERE session_id = ? AND id >= ? AND "
+                       "rewound IS NULL", (mark, session_id, first))
+            db.execute("UPDATE compactions SET rewound = ? WHERE session_id = ? AND "
+                       "last_row >= ? AND rewound IS NULL", (mark, session_id, first))
+
+    def unrewind(self, session_id: str, mark: str) -> None:
+        with self.transaction() as db:
+            for table in ("messages", "compactions"):
+                db.execute(f"UPDATE {table} SET rewound = NULL WHERE session_id = ? AND "
+                           "rewound = ?", (session_id, mark))
+
+    def turns_from(self, session_id: str, turn_id: str) -> list[str]:
+        """``turn_id`` and the session's turns after it, in order (empty: no such turn)."""
+        rows = self.query(
+            "SELECT turn_id, MIN(id) AS first FROM messages WHERE session_id = ? AND "
+            "turn_id IS NOT NULL AND rewound IS NULL GROUP BY turn_id ORDER BY first",
+            (session_id,))
+        turns = [r[0] for r in rows]
+        return turns[turns.index(turn_id):] if turn_id in turns else []
+
+    def first_body(self, session_id: str, turn_id: str) -> str | None:
+        """The JSON body of a turn's first message (the prompt that started it)."""
+        rows = self.query("SELECT body FROM messages WHERE session_id = ? AND turn_id = ? "
+                          "ORDER BY id LIMIT 1", (session_id, turn_id))
+        return rows[0][0] if rows else None
+
+    def copy_before(self, source: str, target: str, turn_id: str) -> None:
+        """Give session ``target`` the conversation of ``source`` before ``turn_id`` (the
+        messages and compactions the model read, and recall's index of them)."""
+        with self.transaction() as db:
+            first = db.execute("SELECT MIN(id) FROM messages WHERE session_id = ? AND "
+                               "turn_id = ? AND rewound IS NULL", (source, turn_id)).fetchone()[0]
+            if first is None:
+                return
+            rows = db.execute("SELECT id, turn_id, role, body, created_at FROM messages WHERE "
+                              "session_id = ? AND id < ? AND rewound IS NULL ORDER BY id",
+                              (source, first)).fetchall()
+            moved: dict[int, int] = {}
+            for old_id, turn, role, body, created in rows:
+                cur = db.execute("INSERT INTO messages (session_id, turn_id, role, body, "
+                                 "created_at) VALUES (?,?,?,?,?)",
+                                 (target, turn, role, body, created))
+                assert cur.lastrowid is not None
+                moved[old_id] = cur.lastrowid
+                entry = _recall.index_entry(body) if self.fts_enabled else None
+                if entry is not None:
+                    db.execute(_recall.INSERT_SQL, entry)
+            marks = db.execute("SELECT keep_from, last_row, summary, event, created_at FROM "
+                               "compactions WHERE session_id = ? AND last_row < ? AND "
+                               "rewound IS NULL ORDER BY seq", (source, first)).fetchall()
+            after = max(moved.values(), default=0) + 1
+            for keep_from, last_row, summary, event, created in marks:
+                db.execute("INSERT INTO compactions (session_id, keep_from, last_row, summary, "
+                           "event, created_at) VALUES (?,?,?,?,?,?)",
+                           (target, moved.get(keep_from, after), moved.get(last_row, 0),
+                            summary, event, created))
 
     def load_messages(self, session_id: str) -> list[str]:
         """The JSON bodies of a session's messages, in commit order."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT body FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+                "SELECT body FROM messages WHERE session_id = ? AND rewound IS NULL ORDER BY id",
+                (session_id,)
             ).fetchall()
         return [r[0] for r in rows]

@@ -173,6 +173,7 @@ class Hit:
 _RANK_SQL = f"""
 SELECT rowid FROM {FTS_TABLE}
 WHERE {FTS_TABLE} MATCH ? AND rowid NOT IN (SELECT value FROM json_each(?))
+  AND rowid NOT IN (SELECT id FROM messages WHERE rewound IS NOT NULL)
 ORDER BY rank LIMIT ? OFFSET ?
 """
 _DETAIL_SQL = f"""

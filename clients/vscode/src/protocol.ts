@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.9";
+export const PROTOCOL_REVISION = "1.10";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -91,6 +91,19 @@ export interface CallDecision {
  */
 export interface CancelParams {
   id: number | string;
+}
+
+/**
+ * A file a turn changed (or an undo would restore), by whoever changed it: a file tool,
+ * a command, the user while the turn ran. ``path`` is absolute. ``diff`` (turn/changes
+ * only) is the unified diff, capped (``truncated``); none for a binary file.
+ */
+export interface ChangedFile {
+  path: string;
+  kind: "create" | "delete" | "modify";
+  binary?: boolean;
+  diff?: string | null;
+  truncated?: boolean;
 }
 
 export interface ClientInfo {
@@ -548,6 +561,27 @@ export interface SessionCompacted {
   usage?: Usage | null;
 }
 
+/**
+ * A new session whose conversation is ``sessionId``'s before ``turnId`` (the turn and
+ * those after it are left out); ``restoreFiles`` also undoes them in the workspace.
+ */
+export interface SessionForkParams {
+  sessionId: string;
+  turnId: string;
+  restoreFiles?: boolean;
+  resolutions?: { [key: string]: "checkpoint" | "mine" };
+  title?: string | null;
+}
+
+/**
+ * ``session`` is null when ``undo`` was not applied (conflicts to resolve first).
+ */
+export interface SessionForkResult {
+  session?: SessionInfo | null;
+  prompt?: string | null;
+  undo?: TurnUndoResult | null;
+}
+
 export interface SessionInfo {
   sessionId: string;
   title?: string | null;
@@ -710,12 +744,34 @@ export interface ToolOutputDelta {
   parentCallId?: string | null;
 }
 
+/**
+ * Every file the turn changed, with its diff (a running turn: so far).
+ */
+export interface TurnChangesResult {
+  files: ChangedFile[];
+  undoable?: boolean;
+  note?: string | null;
+}
+
+/**
+ * What a turn changed in the workspace, and whether turn/undo can take it back.
+ *
+ * ``undoable`` is false when the workspace could not be snapshotted before the turn
+ * changed it (``note`` says why: too big, git missing).
+ */
+export interface TurnCheckpoint {
+  files?: ChangedFile[];
+  undoable?: boolean;
+  note?: string | null;
+}
+
 export interface TurnCompleted {
   sessionId: string;
   turnId: string;
   status: "completed" | "failed" | "interrupted";
   error?: TurnError | null;
   usage?: Usage | null;
+  checkpoint?: TurnCheckpoint | null;
 }
 
 export interface TurnError {
@@ -727,6 +783,17 @@ export interface TurnInterruptParams {
   sessionId: string;
   turnId?: string | null;
   force?: boolean;
+}
+
+export interface TurnRedoParams {
+  sessionId: string;
+  undoId: string;
+  resolutions?: { [key: string]: "checkpoint" | "mine" };
+}
+
+export interface TurnRef {
+  sessionId: string;
+  turnId: string;
 }
 
 export interface TurnStartParams {
@@ -744,10 +811,45 @@ export interface TurnStarted {
   turnId: string;
 }
 
+export interface TurnUndoParams {
+  sessionId: string;
+  turnId: string;
+  rewind?: boolean;
+  paths?: string[] | null;
+  resolutions?: { [key: string]: "checkpoint" | "mine" };
+}
+
+/**
+ * ``applied`` false: nothing changed, because some files need a resolution
+ * (``conflicts``: ask the user, then send the call again with ``resolutions``).
+ * Otherwise ``restored`` were put back, ``kept`` were left as the user has them, and
+ * ``undoId`` names the undo for turn/redo.
+ */
+export interface TurnUndoResult {
+  applied: boolean;
+  undoId?: string | null;
+  turnIds?: string[];
+  restored?: ChangedFile[];
+  kept?: string[];
+  conflicts?: UndoConflict[];
+  rewound?: boolean;
+  prompt?: string | null;
+}
+
 export interface TurnstonedCapabilities {
   protocolVersion: number;
   protocolRevision: string;
   methods: string[];
+}
+
+/**
+ * A file the user changed after the agent's turn did: ``diff`` goes from the agent's
+ * version to the file as it is now.
+ */
+export interface UndoConflict {
+  path: string;
+  diff: string;
+  truncated?: boolean;
 }
 
 export interface Usage {
@@ -838,6 +940,7 @@ export type PolicyAction = "allow" | "ask" | "deny";
 export type CompactionTrigger = "auto" | "manual" | "overflow";
 export type CompactionMode = "dropped" | "summary";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+export type Resolution = "checkpoint" | "mine";
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
@@ -859,6 +962,10 @@ export const Method = {
   sessionCompact: "session/compact",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
+  turnChanges: "turn/changes",
+  turnUndo: "turn/undo",
+  turnRedo: "turn/redo",
+  sessionFork: "session/fork",
   toolList: "tool/list",
   mcpServerList: "mcpServer/list",
   mcpServerRefresh: "mcpServer/refresh",
@@ -909,6 +1016,10 @@ export interface ClientRequests {
   "session/compact": { params: SessionRef; result: SessionCompactResult };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };
+  "turn/changes": { params: TurnRef; result: TurnChangesResult };
+  "turn/undo": { params: TurnUndoParams; result: TurnUndoResult };
+  "turn/redo": { params: TurnRedoParams; result: TurnUndoResult };
+  "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "tool/list": { params: ToolListParams; result: ToolListResult };
   "mcpServer/list": { params: null; result: McpServerListResult };
   "mcpServer/refresh": { params: McpServerRefreshParams; result: McpServerRefreshResult };
@@ -992,6 +1103,8 @@ export const ErrorCode = {
   PREVIEW_NOT_FOUND: -32021,
   WATCH_NOT_FOUND: -32022,
   GRANT_NOT_FOUND: -32023,
+  CHECKPOINT_NOT_FOUND: -32024,
+  TURN_RUNNING: -32025,
 } as const;
 
 export const ErrorKind = {
@@ -1011,4 +1124,6 @@ export const ErrorKind = {
   PREVIEW_NOT_FOUND: "previewNotFound",
   WATCH_NOT_FOUND: "watchNotFound",
   GRANT_NOT_FOUND: "grantNotFound",
+  CHECKPOINT_NOT_FOUND: "checkpointNotFound",
+  TURN_RUNNING: "turnRunning",
 } as const;

@@ -69,6 +69,13 @@
 ---@class turnstoned.CancelParams The id of a request that is withdrawn (LSP's ``$/cancelRequest``).
 ---@field id integer|string
 
+---@class turnstoned.ChangedFile A file a turn changed (or an undo would restore), by whoever changed it: a file tool, a command, the user while the turn ran. ``path`` is absolute. ``diff`` (turn/changes only) is the unified diff, capped (``truncated``); none for a binary file.
+---@field path string
+---@field kind 'create'|'delete'|'modify'
+---@field binary? boolean
+---@field diff? string|nil
+---@field truncated? boolean
+
 ---@class turnstoned.ClientInfo
 ---@field name string
 ---@field version? string|nil
@@ -373,6 +380,18 @@
 ---@field summary? string
 ---@field usage? turnstoned.Usage|nil
 
+---@class turnstoned.SessionForkParams A new session whose conversation is ``sessionId``'s before ``turnId`` (the turn and those after it are left out); ``restoreFiles`` also undoes them in the workspace.
+---@field sessionId string
+---@field turnId string
+---@field restoreFiles? boolean
+---@field resolutions? table<string, 'checkpoint'|'mine'>
+---@field title? string|nil
+
+---@class turnstoned.SessionForkResult ``session`` is null when ``undo`` was not applied (conflicts to resolve first).
+---@field session? turnstoned.SessionInfo|nil
+---@field prompt? string|nil
+---@field undo? turnstoned.TurnUndoResult|nil
+
 ---@class turnstoned.SessionInfo
 ---@field sessionId string
 ---@field title? string|nil
@@ -501,12 +520,23 @@
 ---@field chunk string
 ---@field parentCallId? string|nil
 
+---@class turnstoned.TurnChangesResult Every file the turn changed, with its diff (a running turn: so far).
+---@field files turnstoned.ChangedFile[]
+---@field undoable? boolean
+---@field note? string|nil
+
+---@class turnstoned.TurnCheckpoint What a turn changed in the workspace, and whether turn/undo can take it back. ``undoable`` is false when the workspace could not be snapshotted before the turn changed it (``note`` says why: too big, git missing).
+---@field files? turnstoned.ChangedFile[]
+---@field undoable? boolean
+---@field note? string|nil
+
 ---@class turnstoned.TurnCompleted
 ---@field sessionId string
 ---@field turnId string
 ---@field status 'completed'|'failed'|'interrupted'
 ---@field error? turnstoned.TurnError|nil
 ---@field usage? turnstoned.Usage|nil
+---@field checkpoint? turnstoned.TurnCheckpoint|nil
 
 ---@class turnstoned.TurnError
 ---@field kind 'badRequest'|'contextWindowExceeded'|'internal'|'interrupted'|'notConfigured'|'rateLimited'|'turnLimit'|'unauthorized'|'upstreamUnavailable'
@@ -516,6 +546,15 @@
 ---@field sessionId string
 ---@field turnId? string|nil
 ---@field force? boolean
+
+---@class turnstoned.TurnRedoParams
+---@field sessionId string
+---@field undoId string
+---@field resolutions? table<string, 'checkpoint'|'mine'>
+
+---@class turnstoned.TurnRef
+---@field sessionId string
+---@field turnId string
 
 ---@class turnstoned.TurnStartParams
 ---@field sessionId string
@@ -529,10 +568,32 @@
 ---@field sessionId string
 ---@field turnId string
 
+---@class turnstoned.TurnUndoParams
+---@field sessionId string
+---@field turnId string
+---@field rewind? boolean
+---@field paths? string[]|nil
+---@field resolutions? table<string, 'checkpoint'|'mine'>
+
+---@class turnstoned.TurnUndoResult ``applied`` false: nothing changed, because some files need a resolution (``conflicts``: ask the user, then send the call again with ``resolutions``). Otherwise ``restored`` were put back, ``kept`` were left as the user has them, and ``undoId`` names the undo for turn/redo.
+---@field applied boolean
+---@field undoId? string|nil
+---@field turnIds? string[]
+---@field restored? turnstoned.ChangedFile[]
+---@field kept? string[]
+---@field conflicts? turnstoned.UndoConflict[]
+---@field rewound? boolean
+---@field prompt? string|nil
+
 ---@class turnstoned.TurnstonedCapabilities
 ---@field protocolVersion integer
 ---@field protocolRevision string
 ---@field methods string[]
+
+---@class turnstoned.UndoConflict A file the user changed after the agent's turn did: ``diff`` goes from the agent's version to the file as it is now.
+---@field path string
+---@field diff string
+---@field truncated? boolean
 
 ---@class turnstoned.Usage
 ---@field promptTokens? integer
@@ -601,6 +662,7 @@
 ---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
 ---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@alias turnstoned.Resolution 'checkpoint'|'mine'
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
@@ -610,7 +672,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.9"
+M.PROTOCOL_REVISION = "1.10"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -627,6 +689,10 @@ M.methods = {
   session_compact = "session/compact",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
+  turn_changes = "turn/changes",
+  turn_undo = "turn/undo",
+  turn_redo = "turn/redo",
+  session_fork = "session/fork",
   tool_list = "tool/list",
   mcp_server_list = "mcpServer/list",
   mcp_server_refresh = "mcpServer/refresh",
@@ -680,6 +746,10 @@ M.directions = {
   ["session/compact"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
+  ["turn/changes"] = { direction = "client->daemon", kind = "request" },
+  ["turn/undo"] = { direction = "client->daemon", kind = "request" },
+  ["turn/redo"] = { direction = "client->daemon", kind = "request" },
+  ["session/fork"] = { direction = "client->daemon", kind = "request" },
   ["tool/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/refresh"] = { direction = "client->daemon", kind = "request" },
@@ -736,6 +806,8 @@ M.error_codes = {
   PREVIEW_NOT_FOUND = -32021,
   WATCH_NOT_FOUND = -32022,
   GRANT_NOT_FOUND = -32023,
+  CHECKPOINT_NOT_FOUND = -32024,
+  TURN_RUNNING = -32025,
 }
 
 M.error_kinds = {
@@ -755,6 +827,8 @@ M.error_kinds = {
   PREVIEW_NOT_FOUND = "previewNotFound",
   WATCH_NOT_FOUND = "watchNotFound",
   GRANT_NOT_FOUND = "grantNotFound",
+  CHECKPOINT_NOT_FOUND = "checkpointNotFound",
+  TURN_RUNNING = "turnRunning",
 }
 
 return M

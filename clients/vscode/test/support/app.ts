@@ -9,7 +9,7 @@ import { startApp, type App } from "../../src/app";
 import type { ToWebview } from "../../src/messages/chat";
 import { applyApproval, applyEvent, clearCycle, decideCall, emptyState, fromHistory, type ChatState } from "../../src/chat/state";
 import type { Settings } from "../../src/settings";
-import { REPO, startModel, tempDir, type ModelServer } from "./daemon";
+import { REPO, startModel, tempDir, writeConfig, type ModelServer } from "./daemon";
 import type { FakeHost } from "./fakeHost";
 
 export const DAEMON = process.env.TURNSTONED_DAEMON ?? path.join(REPO, ".venv/bin/turnstoned");
@@ -31,6 +31,7 @@ export function appTests(): AppTest {
     t.home = path.join(t.dir, "home");
     fs.mkdirSync(t.work);
     fs.mkdirSync(t.home);
+    writeConfig(t.home);
     process.env.TURNSTONED_HOME = t.home;
     for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "TURNSTONED_MODEL", "TURNSTONED_CONFIG"]) delete process.env[name];
   });

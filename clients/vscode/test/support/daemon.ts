@@ -52,8 +52,21 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
+/**
+ * The daemon's config.toml in `home` (`TURNSTONED_HOME`). Tests run in read-only mode unless
+ * they name one: in the daemon's default (auto) commands run in the sandbox unasked, and a
+ * test about asking would see no question.
+ */
+export function writeConfig(home: string, toml = READ_ONLY): void {
+  fs.mkdirSync(path.join(home, "config"), { recursive: true });
+  fs.writeFileSync(path.join(home, "config", "config.toml"), toml);
+}
+
+export const READ_ONLY = '[approvals]\nmode = "read-only"\n';
+
 /** Start `python -I -m turnstoned` with its home in `home`, initialized like languageclient does. */
-export async function startDaemon(env: Record<string, string>, home: string): Promise<RunningDaemon> {
+export async function startDaemon(env: Record<string, string>, home: string, config = READ_ONLY): Promise<RunningDaemon> {
+  writeConfig(home, config);
   return connectDaemon(PYTHON, ["-I", "-m", "turnstoned"], { ...process.env, TURNSTONED_HOME: home, TURNSTONED_CONFIG: "", ...env } as Record<string, string>, REPO);
 }
 
