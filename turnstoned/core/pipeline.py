@@ -219,10 +219,22 @@ class Batch:
         return self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
 
     def _reprepare(self, call: PreparedCall, arguments: dict[str, Any]) -> PreparedCall:
-        """``call`` prepared again with arguments the user edited (same ids)."""
-        raw = RawToolCall(id=call.model_id, name=call.tool, arguments=json.dumps(arguments))
+        """``call`` prepared again with arguments the user edited (same ids).
+
+        An edit_file answered with ``content`` carries the file's final text from the
+        editor's review diff: it is written as that text (a write_file under the same
+        approval label, so it is not asked about again for being a different tool).
+        """
+        tool = call.tool
+        if tool == "edit_file" and isinstance(arguments.get("content"), str):
+            tool = "write_file"
+            arguments = {"path": arguments.get("path", ""), "content": arguments["content"]}
+        raw = RawToolCall(id=call.model_id, name=tool, arguments=json.dumps(arguments))
         ctx = ToolContext(env=self.setup.env, call_id=call.call_id, cancel=self.setup.cancel)
-        return prepare_one(raw, self.handles.get(call.tool), sorted(self.handles), ctx)
+        edited = prepare_one(raw, self.handles.get(tool), sorted(self.handles), ctx)
+        if tool != call.tool and not edited.error:
+            edited.approval_label = call.approval_label
+        return edited
 
     async def _execute(self, calls: list[PreparedCall]) -> list[Outcome]:
         """Phase 3: run the approved calls (errors pass through), results in model order."""

@@ -109,6 +109,9 @@ class PreparedCall:
     judge_verdict: Verdict | None = None  # the LLM judge's, when it ran
     auto_approved: str | None = None  # why it ran without asking the user
     original_arguments: str | None = None  # the model's, when the user edited the call
+    # A file change whose text the user edited: what the model reads about it, hunk by hunk
+    # (``core.approval.hunks``) instead of both argument texts.
+    hunk_note: str | None = None
     # Commands: whether it runs in the OS sandbox (the approval mode decides; None: not a
     # command, or not gated).
     sandbox: SandboxUse | None = None

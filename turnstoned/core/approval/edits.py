@@ -9,12 +9,13 @@ or no standing grant possible where the original allowed one), it is asked
 about again, as itself, instead of running; after ``MAX_ROUNDS`` such
 questions the call is denied. "Always" on an edited call grants the edited
 call's rules. The model reads, with the result, that the user edited the
-call and what ran (see ``edit_note``).
+call and what ran (see ``edit_note``); for a file change whose final text the
+user gave, hunk by hunk (``hunks``).
 """
 
 from __future__ import annotations
 
-from turnstoned.core.approval import grants, intent, policies
+from turnstoned.core.approval import grants, hunks, intent, policies
 from turnstoned.core.approval.types import Gate, Verdict
 from turnstoned.tools.base import PreparedCall
 
@@ -44,6 +45,7 @@ def apply_edits(gate: Gate, verdict: Verdict) -> list[PreparedCall]:
         arguments, decision = edit
         edited = gate.reprepare(call, arguments)
         edited.original_arguments = call.original_arguments or call.arguments
+        edited.hunk_note = _file_note(call, edited)
         verdict.replaced[call.call_id] = edited
         if edited.error or not edited.needs_approval:
             continue
@@ -62,8 +64,20 @@ def apply_edits(gate: Gate, verdict: Verdict) -> list[PreparedCall]:
     return again
 
 
+def _file_note(call: PreparedCall, edited: PreparedCall) -> str | None:
+    """For a file change the user rewrote in the review: how the text written differs
+    from the model's proposal (None for any other edit)."""
+    before, after = call.file_change, edited.file_change
+    if edited.error or before is None or after is None or before.path != after.path:
+        return None
+    old, proposed = before.texts()
+    return hunks.note(after.path, old, proposed, after.texts()[1])
+
+
 def edit_note(call: PreparedCall) -> str:
     """What the model reads before the result of a call the user edited."""
+    if call.hunk_note is not None:
+        return call.hunk_note
     return (f"[The user edited this call before it ran. You asked for "
             f"{call.original_arguments}; it ran as {call.tool} with arguments "
             f"{call.arguments}.]\n")
