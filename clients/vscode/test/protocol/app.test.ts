@@ -92,7 +92,7 @@ describe("the extension against the real daemon", () => {
   });
 
   it("asks in a notification when the chat is hidden", async () => {
-    const model = await withModel([{ toolCalls: [["b1", "bash", JSON.stringify({ command: "echo from-notification" })]] }, { text: "ok" }]);
+    const model = await withModel([{ toolCalls: [["b1", "bash", JSON.stringify({ command: "echo from-notification | tee note.txt" })]] }, { text: "ok" }]);
     const host = new FakeHost(settings({ baseUrl: model.baseUrl }), { name: "work", path: t.work });
     host.viewVisible = false;
     host.respond = (s) => (s.kind === "warn" && s.message.startsWith("turnstoned asks to run") ? "Approve" : undefined);
@@ -101,8 +101,8 @@ describe("the extension against the real daemon", () => {
     host.fromPage({ type: "send", text: "echo" });
     await host.until("the turn to end", () => host.posted.some((m) => m.type === "event" && m.event.method === "turn/completed"));
     const asked = host.shown.find((s) => s.kind === "warn")!;
-    expect(asked.message).toBe("turnstoned asks to run ⚙ bash: echo from-notification (low risk: only reads files inside the workspace)");
-    expect(asked.actions).toEqual(["Approve", "Always allow bash:@read-only", "Deny…", "Show in Chat"]);
+    expect(asked.message).toBe("turnstoned asks to run ⚙ bash: echo from-notification | tee note.txt (medium risk: no rule of the table matched)");
+    expect(asked.actions).toEqual(["Approve", "Always allow bash:@read-only, bash:tee", "Deny…", "Show in Chat"]);
     const done = host.posted.find((m) => m.type === "event" && m.event.method === "item/completed" && m.event.params.item.type === "toolCall");
     expect(done?.type === "event" && done.event.method === "item/completed" && done.event.params.item.type === "toolCall" ? done.event.params.item.status : "").toBe("completed");
   });

@@ -52,7 +52,7 @@ function nextApproval(broker: ApprovalBroker, ms = 10000): Promise<ApprovalReque
 describe("the client against the real daemon", () => {
   it("runs a turn with an approval and renders it as the chat would", async () => {
     const { client, log, broker, dir } = await setup([
-      { toolCalls: [["call-1", "bash", JSON.stringify({ command: "echo hello-from-bash" })]] },
+      { toolCalls: [["call-1", "bash", JSON.stringify({ command: "echo hello-from-bash | tee hello.txt" })]] },
       { text: ANSWER, reasoning: "The user wants a greeting; bash echo prints it." },
     ]);
     const health = await client.health();
@@ -124,7 +124,7 @@ describe("the client against the real daemon", () => {
 
   it("a withdrawn approval (interrupt) clears the pending prompt and the turn ends interrupted", async () => {
     const { client, log, broker, dir } = await setup([
-      { toolCalls: [["call-s", "bash", JSON.stringify({ command: "sleep 30" })]] },
+      { toolCalls: [["call-s", "bash", JSON.stringify({ command: "sleep 30; touch late.txt" })]] },
       { text: "never" },
     ]);
     const sessionId = await client.startSession({ cwd: dir });

@@ -17,7 +17,7 @@ const bash = (id: string, command: string) => ({ toolCalls: [[id, "bash", JSON.s
 
 const POLICIES = `[[policies]]
 label = "bash"
-command = "echo allowed-by-policy*"
+command = "touch allowed-by-policy*"
 action = "allow"
 reason = "harmless"
 
@@ -68,13 +68,13 @@ async function turn(host: FakeHost, text: string): Promise<void> {
 describe("tool policies and grants in the extension", () => {
   it("a workspace's policies file: a modal with its rules; trusted, its allow rule runs a call unasked", { timeout: 60000 }, async () => {
     const file = writePolicies();
-    const host = await started([{ text: "hello" }, bash("b1", "echo allowed-by-policy"), { text: "done" }], (s) => (s.kind === "modal" ? "Trust" : undefined));
+    const host = await started([{ text: "hello" }, bash("b1", "touch allowed-by-policy"), { text: "done" }], (s) => (s.kind === "modal" ? "Trust" : undefined));
     await turn(host, "hi");
     await host.until("the trust question", () => host.shown.some((s) => s.kind === "modal"));
     const modal = host.shown.find((s) => s.kind === "modal")!;
     expect(modal.message).toBe(`This project's ${file} wants 1 allow rule to run tool calls without asking. Trust it?`);
     expect(modal.detail!.split("\n").slice(0, 4)).toEqual([
-      '#1  allow  label = "bash"  command = "echo allowed-by-policy*"',
+      '#1  allow  label = "bash"  command = "touch allowed-by-policy*"',
       "      reason: harmless",
       '#2  deny  label = "bash"  command = "git push*"  priority = 10',
       "      reason: pushes go through review",
@@ -88,29 +88,29 @@ describe("tool policies and grants in the extension", () => {
       "$(shield) Workspace policies file: trusted: its allow rules apply",
       "$(lock) Stop trusting the workspace policies file",
       '$(circle-slash) deny  label = "bash"  command = "git push*"  priority = 10',
-      '$(check) allow  label = "bash"  command = "echo allowed-by-policy*"',
+      '$(check) allow  label = "bash"  command = "touch allowed-by-policy*"',
     ]);
 
     await turn(host, "run it");
     expect(approvals(host)).toBe(0);
-    const call = completedCall(host, "echo allowed-by-policy");
+    const call = completedCall(host, "touch allowed-by-policy");
     expect(call).toMatchObject({ status: "completed", autoApproved: true });
     expect(call?.autoApproveReason).toMatch(/^policy: allow/);
   });
 
   it("denied, its allow rule does not apply (the call asks) while its deny rule still blocks", { timeout: 60000 }, async () => {
     writePolicies();
-    const host = await started([{ text: "hello" }, { toolCalls: [["b1", "bash", JSON.stringify({ command: "echo allowed-by-policy" })], ["b2", "bash", JSON.stringify({ command: "git push origin main" })]] }, { text: "done" }], (s) => (s.kind === "modal" ? "Deny" : undefined));
+    const host = await started([{ text: "hello" }, { toolCalls: [["b1", "bash", JSON.stringify({ command: "touch allowed-by-policy" })], ["b2", "bash", JSON.stringify({ command: "git push origin main" })]] }, { text: "done" }], (s) => (s.kind === "modal" ? "Deny" : undefined));
     await turn(host, "hi");
     await host.until("the trust question", () => host.shown.some((s) => s.kind === "modal"));
 
     host.fromPage({ type: "send", text: "run it" });
     await host.until("the approval", () => approvals(host) === 1, 30000);
     const cycle = last(host, "approval")!.cycle;
-    expect(cycle.items.filter((i) => i.needsApproval).map((i) => i.preview)).toEqual(["echo allowed-by-policy"]);
+    expect(cycle.items.filter((i) => i.needsApproval).map((i) => i.preview)).toEqual(["touch allowed-by-policy"]);
     host.fromPage({ type: "answer", cycleId: cycle.cycleId, answer: { decision: "approve" } });
     await host.until("the turn to end", () => turnsDone(host) === 2, 30000);
-    expect(completedCall(host, "echo allowed-by-policy")).toMatchObject({ status: "completed" });
+    expect(completedCall(host, "touch allowed-by-policy")).toMatchObject({ status: "completed" });
     expect(completedCall(host, "git push origin main")).toMatchObject({ status: "declined", isError: true });
     expect(completedCall(host, "git push origin main")?.output).toContain("pushes go through review");
 
@@ -124,7 +124,7 @@ describe("tool policies and grants in the extension", () => {
   it("trusting from Tool Policies shows the rules first, then lets the allow rule run unasked", { timeout: 60000 }, async () => {
     writePolicies();
     let picks = 0;
-    const host = await started([{ text: "hello" }, bash("b1", "echo allowed-by-policy now"), { text: "done" }], (s) => {
+    const host = await started([{ text: "hello" }, bash("b1", "touch allowed-by-policy now"), { text: "done" }], (s) => {
       if (s.kind === "modal") return s.message.includes("wants") && picks === 0 ? undefined : "Trust";
       if (s.kind === "pick") return picks++ === 0 ? "$(unlock) Trust the workspace policies file…" : undefined;
       return undefined;
@@ -134,21 +134,21 @@ describe("tool policies and grants in the extension", () => {
     await host.run("turnstoned.policies");
     const modals = host.shown.filter((s) => s.kind === "modal");
     expect(modals).toHaveLength(2);
-    expect(modals[1]!.detail).toContain('#1  allow  label = "bash"  command = "echo allowed-by-policy*"');
+    expect(modals[1]!.detail).toContain('#1  allow  label = "bash"  command = "touch allowed-by-policy*"');
     expect(host.shown.some((s) => s.kind === "info" && s.message.endsWith("policies.toml: trusted, its allow rules apply."))).toBe(true);
     // The list came back with the file trusted.
     expect(host.shown.filter((s) => s.kind === "pick").at(-1)!.actions[0]).toBe("$(shield) Workspace policies file: trusted: its allow rules apply");
     await turn(host, "run it");
     expect(approvals(host)).toBe(0);
-    expect(completedCall(host, "echo allowed-by-policy now")).toMatchObject({ status: "completed", autoApproved: true });
+    expect(completedCall(host, "touch allowed-by-policy now")).toMatchObject({ status: "completed", autoApproved: true });
   });
 
   it("a grant saved by “Always allow” shows in Grants; revoked, the next call asks again", { timeout: 60000 }, async () => {
     let revoking = true;
-    const host = await started([bash("b1", "echo one"), { text: "1" }, bash("b2", "echo two"), { text: "2" }, bash("b3", "echo three"), { text: "3" }], (s) => {
+    const host = await started([bash("b1", "touch one"), { text: "1" }, bash("b2", "touch two"), { text: "2" }, bash("b3", "touch three"), { text: "3" }], (s) => {
       if (s.kind !== "pick" || !revoking) return undefined;
-      if (s.message === "Grants of this chat") return s.actions.find((a) => a.includes("bash:@read-only"));
-      if (s.message === "Grant bash:@read-only") return "$(trash) Revoke bash:@read-only";
+      if (s.message === "Grants of this chat") return s.actions.find((a) => a.includes("bash:touch"));
+      if (s.message === "Grant bash:touch") return "$(trash) Revoke bash:touch";
       return undefined;
     });
     await host.run("turnstoned.grants");
@@ -157,25 +157,25 @@ describe("tool policies and grants in the extension", () => {
     host.fromPage({ type: "send", text: "one" });
     await host.until("the approval", () => approvals(host) === 1, 30000);
     const cycle = last(host, "approval")!.cycle;
-    expect(cycle.items[0]!.grantRules).toEqual(["bash:@read-only"]);
+    expect(cycle.items[0]!.grantRules).toEqual(["bash:touch"]);
     host.fromPage({ type: "answer", cycleId: cycle.cycleId, answer: { decision: "always" } });
     await host.until("the first turn to end", () => turnsDone(host) === 1, 30000);
     await turn(host, "two");
     expect(approvals(host)).toBe(1);
-    expect(completedCall(host, "echo two")).toMatchObject({ autoApproved: true, autoApproveReason: "grant: bash:@read-only" });
+    expect(completedCall(host, "touch two")).toMatchObject({ autoApproved: true, autoApproveReason: "grant: bash:touch" });
 
     await host.run("turnstoned.grants");
     const picks = host.shown.filter((s) => s.kind === "pick");
-    expect(picks[0]!.actions).toEqual(["$(key) bash:@read-only"]);
-    expect(picks[1]!.actions).toEqual(["$(trash) Revoke bash:@read-only"]);
+    expect(picks[0]!.actions).toEqual(["$(key) bash:touch"]);
+    expect(picks[1]!.actions).toEqual(["$(trash) Revoke bash:touch"]);
     expect(host.shown.filter((s) => s.kind === "info").map((s) => s.message).slice(-2)).toEqual([
-      "Revoked bash:@read-only: its calls ask again.",
+      "Revoked bash:touch: its calls ask again.",
       "This chat has no grants: nothing runs unasked because of an earlier “Always allow”.",
     ]);
 
     revoking = false;
     host.fromPage({ type: "send", text: "three" });
     await host.until("the approval again", () => approvals(host) === 2, 30000);
-    expect(last(host, "approval")!.cycle.items[0]!.preview).toBe("echo three");
+    expect(last(host, "approval")!.cycle.items[0]!.preview).toBe("touch three");
   });
 });

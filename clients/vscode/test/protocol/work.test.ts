@@ -49,7 +49,7 @@ describe("work beyond one turn, against the real daemon", () => {
   it("a task agent: its items and its question nested under the call, answered inline", async () => {
     const host = await ready([
       { toolCalls: [["t1", "task_agent", JSON.stringify({ prompt: "Count the words in notes.txt and report." })]] },
-      { toolCalls: [["b1", "bash", JSON.stringify({ command: "wc -w < notes.txt" })]] },
+      { toolCalls: [["b1", "bash", JSON.stringify({ command: "wc -w < notes.txt | tee count.txt" })]] },
       { text: "notes.txt has **4** words." },
       { text: "The agent counted 4 words in notes.txt." },
     ]);
