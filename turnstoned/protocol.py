@@ -1001,6 +1001,7 @@ class CallDecision(Wire, kw_only=True):
     feedback: str | None = None
     # The call's arguments as the user edited them: the call is prepared again with these
     # and re-checked (policies, verdict, workspace); it runs only if nothing more is needed.
+    # For write_file and edit_file, {path, content} is the file's final text (per-hunk review).
     arguments: dict[str, Any] | None = None
 
 
