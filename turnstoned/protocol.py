@@ -320,7 +320,8 @@ Resolution = Literal["mine", "checkpoint"]
 
 class TurnUndoParams(Wire, kw_only=True):
     session_id: str
-    turn_id: str
+    # null: the session's last turn that can still be undone (again: the one before it).
+    turn_id: str | None = None
     # Take the turns out of the conversation too (the model forgets them); otherwise the
     # model is told at its next turn that the user undid them.
     rewind: bool = False
@@ -331,7 +332,8 @@ class TurnUndoParams(Wire, kw_only=True):
 
 class TurnRedoParams(Wire, kw_only=True):
     session_id: str
-    undo_id: str
+    # null: the session's latest undo that was not redone.
+    undo_id: str | None = None
     resolutions: dict[str, Resolution] = {}
 
 

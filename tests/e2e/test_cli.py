@@ -90,3 +90,50 @@ async def test_client_spawn_never_runs_a_turnstoned_folder_of_its_cwd(isolated_h
     finally:
         await client.close()
     assert not marker.exists()
+
+
+def _session(out: subprocess.CompletedProcess[str]) -> str:
+    return next(line.split()[1] for line in out.stderr.splitlines() if line.startswith("session "))
+
+
+def test_undo_and_redo_a_turn_from_the_command_line(model: ScriptedModel, isolated_home: Path,
+                                                     tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("before\n")
+    (tmp_path / "gone.txt").write_text("doomed\n")
+    model.push(tool_calls([("w1", "write_file", '{"path": "keep.txt", "content": "after\\n"}'),
+                           ("b1", "bash", '{"command": "rm gone.txt && echo new > made.txt"}')]),
+               text("changed three files"))
+    out = chat(["--yes", "--cwd", str(tmp_path), "change things"], model, isolated_home)
+    assert out.returncode == 0, out.stderr
+    sid = _session(out)
+    assert (tmp_path / "made.txt").exists() and not (tmp_path / "gone.txt").exists()
+
+    undo = chat(["--session", sid, "/undo"], model, isolated_home)
+    assert undo.returncode == 0, undo.stderr
+    assert (tmp_path / "keep.txt").read_text() == "before\n"
+    assert (tmp_path / "gone.txt").read_text() == "doomed\n" and not (tmp_path / "made.txt").exists()
+    assert undo.stdout.startswith("undid 1 turn\n") and "/redo undo_" in undo.stdout
+    assert len(model.requests) == 2  # no turn ran for it
+
+    redo = chat(["--session", sid, "/redo"], model, isolated_home)
+    assert redo.returncode == 0, redo.stderr
+    assert (tmp_path / "keep.txt").read_text() == "after\n" and (tmp_path / "made.txt").exists()
+    assert not (tmp_path / "gone.txt").exists()
+
+    (tmp_path / "keep.txt").write_text("mine\n")  # the user edits after the agent did
+    again = chat(["--session", sid, "/undo"], model, isolated_home, stdin="d\nk\n")
+    assert again.returncode == 0, again.stderr
+    assert "keep.txt changed after the agent's turn" in again.stderr and "+mine" in again.stderr
+    assert (tmp_path / "keep.txt").read_text() == "mine\n"  # kept: not clobbered
+    assert (tmp_path / "gone.txt").exists() and "kept   " in again.stdout
+
+
+def test_undo_without_a_session_or_with_nothing_to_undo_says_so(
+        model: ScriptedModel, isolated_home: Path, tmp_path: Path) -> None:
+    out = chat(["--cwd", str(tmp_path), "/undo"], model, isolated_home)
+    assert out.returncode == 2 and "/undo needs --session" in out.stderr
+    model.push(text("only talk"))
+    talk = chat(["--cwd", str(tmp_path), "hello"], model, isolated_home)
+    none = chat(["--session", _session(talk), "/undo"], model, isolated_home)
+    assert none.returncode == 2 and "nothing to undo" in none.stderr
+    assert "Traceback" not in none.stderr

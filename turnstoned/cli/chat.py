@@ -374,6 +374,80 @@ class Session:
                 self.wire.pump(None)
 
 
+# ---------------------------------------------------------------- /undo and /redo
+
+UNDO_USAGE = "/undo [rewind] [TURN_ID] | /redo [UNDO_ID]"
+
+
+def _resolve(conflicts: list[Message]) -> dict[str, str]:
+    """Each file the user changed since the agent did: keep mine (k), take the checkpoint
+    (t), or show the diff (d) first. No answer keeps the user's version."""
+    chosen: dict[str, str] = {}
+    for conflict in conflicts:
+        path = conflict["path"]
+        while path not in chosen:
+            print(f"{path} changed after the agent's turn. k(eep mine) / t(ake the "
+                  "checkpoint) / d(iff)? ", end="", file=sys.stderr, flush=True)
+            try:
+                word = (sys.stdin.readline() if sys.stdin and not sys.stdin.closed else "")
+            except (OSError, ValueError):
+                word = ""
+            word = word.strip().lower()[:1]
+            if word == "d":
+                print(conflict["diff"] or "(binary)", file=sys.stderr)
+                continue
+            chosen[path] = "checkpoint" if word == "t" else "mine"
+    return chosen
+
+
+def undo_command(wire: Wire, session_id: str | None, prompt: str, as_json: bool) -> int | None:
+    """``/undo`` or ``/redo`` instead of a prompt (None when the prompt is neither)."""
+    words = prompt.split()
+    if not words or words[0] not in ("/undo", "/redo"):
+        return None
+    if session_id is None:
+        print(f"turnstoned: {words[0]} needs --session ID (the session whose turn to take "
+              "back)", file=sys.stderr)
+        return 2
+    if words[0] == "/undo":
+        method = "turn/undo"
+        params: Message = {"sessionId": session_id, "rewind": "rewind" in words[1:]}
+        rest = [w for w in words[1:] if w != "rewind"]
+        if rest:
+            params["turnId"] = rest[0]
+    else:
+        method, params = "turn/redo", {"sessionId": session_id}
+        if words[1:]:
+            params["undoId"] = words[1]
+    if len(words) > 3:
+        print(f"turnstoned: usage: {UNDO_USAGE}", file=sys.stderr)
+        return 2
+    result = wire.request(method, params, timeout=None)
+    if not result["applied"]:
+        params["resolutions"] = _resolve(result["conflicts"])
+        result = wire.request(method, params, timeout=None)
+    if as_json:
+        print(json.dumps(result), flush=True)
+        return 0 if result["applied"] else 1
+    if not result["applied"]:
+        print("turnstoned: files changed again while asking; nothing was undone",
+              file=sys.stderr)
+        return 1
+    done = "undid" if method == "turn/undo" else "redid"
+    turns = len(result["turnIds"])
+    print(f"{done} {turns} turn{'s' if turns != 1 else ''}"
+          + (" (the conversation went back too)" if result.get("rewound") else ""))
+    for changed in result["restored"]:
+        print(f"  {changed['kind']:<6} {changed['path']}")
+    for path in result["kept"]:
+        print(f"  kept   {path} (your version)")
+    if method == "turn/undo":
+        if result.get("prompt"):
+            print(f"the prompt was: {result['prompt']}")
+        print(f"/redo {result['undoId']} brings it back")
+    return 0
+
+
 def _trust_project(wire: Wire, folder: str) -> None:
     """Trust the folder's .mcp.json before the session opens, so its tools are there."""
     try:
@@ -409,12 +483,15 @@ def run(opts: argparse.Namespace, daemon_flags: list[str]) -> int:
         cwd = os.path.abspath(opts.cwd or ".")
         if opts.trust_mcp and not opts.session:
             _trust_project(wire, cwd)
-        if opts.session:
-            wire.request("session/resume", {"sessionId": opts.session})
-            sid = opts.session
+        sid = opts.session
+        if sid:
+            wire.request("session/resume", {"sessionId": sid})
             if opts.mode:
                 wire.request("session/setMode", {"sessionId": sid, "mode": opts.mode})
-        else:
+        handled = undo_command(wire, sid, opts.prompt, opts.json)
+        if handled is not None:
+            return handled
+        if not sid:
             kind = "coordinator" if opts.coordinator else "interactive"
             sid = wire.request("session/start", {"cwd": cwd, "model": opts.model, "kind": kind,
                                                  "skipPermissions": opts.yes,

@@ -44,11 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("attach", help="relay stdio to the resident daemon, starting it if needed "
                                   "(what an editor may launch)")
     sub.add_parser("stop", help="stop the resident daemon")
+    acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (Zed, JetBrains, "
+                                     "Emacs agent-shell, codecompanion.nvim, avante.nvim)")
+    _daemon_options(acp, argparse.SUPPRESS)
     doctor = sub.add_parser("doctor", help="check the setup and say how to fix what is wrong")
     doctor.add_argument("--tool-call", action="store_true",
                         help="also ask the configured model for a tool call (a real request)")
     chat = sub.add_parser("chat", help="run one turn headless and print it")
-    chat.add_argument("prompt", help="what to ask")
+    chat.add_argument("prompt", help="what to ask; or /undo [rewind] [TURN_ID], /redo [UNDO_ID] "
+                      "with --session")
     chat.add_argument("--yes", action="store_true", help="approve every tool call")
     chat.add_argument("--json", action="store_true", help="print one JSON event per line")
     chat.add_argument("--cwd", default=None, help="working directory of the session")
@@ -116,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         from turnstoned.daemon import resident
 
         resident.main(overrides(args), args.idle_timeout)
+    if args.command == "acp":
+        from turnstoned.acp.server import serve
+
+        serve(overrides(args))
     if args.command == "stop":
         from turnstoned.daemon import resident
 

@@ -47,14 +47,19 @@ class Rewinds:
         if params.rewind and params.paths is not None:
             raise EngineError(ErrorCode.INVALID_PARAMS, "rewind takes whole turns back: "
                               "leave out paths")
-        result = await self.checkpoints.undo(session.id, params.turn_id, params.paths,
+        turn_id = params.turn_id or self.checkpoints.rows.last_live(session.id)
+        if turn_id is None:
+            raise EngineError(ErrorCode.CHECKPOINT_NOT_FOUND,
+                              "nothing to undo: no turn of this session changed the workspace "
+                              "and is not undone already")
+        result = await self.checkpoints.undo(session.id, turn_id, params.paths,
                                              params.resolutions, params.rewind)
         if not result.applied:
             return result
         if params.rewind:
-            result.prompt = self._prompt(session, params.turn_id)
+            result.prompt = self._prompt(session, turn_id)
             self.sessions.store.rewind(session.id, result.turn_ids,
-                                       result.undo_id or f"rewind_{params.turn_id}")
+                                       result.undo_id or f"rewind_{turn_id}")
             self.sessions.reload(session)
             result.rewound = True
         self._tell(session, "undo", result, rewound=params.rewind)
@@ -62,13 +67,16 @@ class Rewinds:
 
     async def redo(self, params: p.TurnRedoParams) -> p.TurnUndoResult:
         session = self._idle(params.session_id)
-        undo = self.checkpoints.rows.get_undo(params.undo_id)
+        undo_id = params.undo_id or self.checkpoints.rows.last_undo(session.id)
+        if undo_id is None:
+            raise EngineError(ErrorCode.CHECKPOINT_NOT_FOUND, "nothing to redo in this session")
+        undo = self.checkpoints.rows.get_undo(undo_id)
         if undo is None or undo.session_id != session.id:
             raise EngineError(ErrorCode.CHECKPOINT_NOT_FOUND,
-                              f"no undo {params.undo_id!r} in this session")
+                              f"no undo {undo_id!r} in this session")
         if undo.redone:
             raise EngineError(ErrorCode.CHECKPOINT_NOT_FOUND,
-                              f"undo {params.undo_id!r} was redone already")
+                              f"undo {undo_id!r} was redone already")
         result = await self.checkpoints.redo(undo, params.resolutions)
         if not result.applied:
             return result

@@ -146,6 +146,18 @@ class CheckpointStore:
                           after, json.dumps(ignored), int(rewound), time.time())), *marks])
         return undo_id
 
+    def last_live(self, session_id: str) -> str | None:
+        """The turn of the session's newest checkpoint that no undo took back."""
+        rows = self.db.query("SELECT turn_id FROM checkpoints WHERE session_id = ? AND "
+                             "undone_by IS NULL ORDER BY seq DESC LIMIT 1", (session_id,))
+        return rows[0][0] if rows else None
+
+    def last_undo(self, session_id: str) -> str | None:
+        """The session's newest undo that was not redone."""
+        rows = self.db.query("SELECT id FROM undos WHERE session_id = ? AND redone = 0 "
+                             "ORDER BY created_at DESC, rowid DESC LIMIT 1", (session_id,))
+        return rows[0][0] if rows else None
+
     def get_undo(self, undo_id: str) -> Undo | None:
         rows = self.db.query(f"SELECT {_UNDO} FROM undos WHERE id = ?", (undo_id,))
         return _undo(rows[0]) if rows else None

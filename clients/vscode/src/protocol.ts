@@ -787,7 +787,7 @@ export interface TurnInterruptParams {
 
 export interface TurnRedoParams {
   sessionId: string;
-  undoId: string;
+  undoId?: string | null;
   resolutions?: { [key: string]: "checkpoint" | "mine" };
 }
 
@@ -813,7 +813,7 @@ export interface TurnStarted {
 
 export interface TurnUndoParams {
   sessionId: string;
-  turnId: string;
+  turnId?: string | null;
   rewind?: boolean;
   paths?: string[] | null;
   resolutions?: { [key: string]: "checkpoint" | "mine" };

@@ -549,7 +549,7 @@
 
 ---@class turnstoned.TurnRedoParams
 ---@field sessionId string
----@field undoId string
+---@field undoId? string|nil
 ---@field resolutions? table<string, 'checkpoint'|'mine'>
 
 ---@class turnstoned.TurnRef
@@ -570,7 +570,7 @@
 
 ---@class turnstoned.TurnUndoParams
 ---@field sessionId string
----@field turnId string
+---@field turnId? string|nil
 ---@field rewind? boolean
 ---@field paths? string[]|nil
 ---@field resolutions? table<string, 'checkpoint'|'mine'>
