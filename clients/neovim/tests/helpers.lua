@@ -74,8 +74,15 @@ end
 ---@param timeout_ms? integer
 function H.wait(what, pred, timeout_ms)
   if not vim.wait(timeout_ms or 15000, pred, 10) then
-    error('timed out waiting for ' .. what, 2)
+    error('timed out waiting for ' .. what .. H.log_tail(), 2)
   end
+end
+
+--- The last lines of the plugin's log, to say what happened when a wait times out.
+---@return string
+function H.log_tail()
+  local ok, lines = pcall(vim.fn.readfile, require('turnstoned.log').path(), '', -15)
+  return ok and #lines > 0 and ('\n-- the plugin log ends:\n' .. table.concat(lines, '\n')) or ''
 end
 
 ---@param buf integer

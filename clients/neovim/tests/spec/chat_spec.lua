@@ -99,13 +99,13 @@ H.test('a tool call is approved through vim.ui.select; its output streams into a
   local seen = H.stub_select(function(_, labels)
     return H.find(labels, 'Approve')
   end)
-  model.push({ tool_calls = { { 'call-echo', 'bash', '{"command": "echo streamed-line; echo second-line"}' } } },
+  model.push({ tool_calls = { { 'call-echo', 'bash', '{"command": "touch streamed.txt; echo streamed-line; echo second-line"}' } } },
     { text = 'The command printed two lines.' })
   turnstoned.ask('Run the echo command')
   H.wait_turns(chat, 4)
   H.eq(#seen, 1, 'approval prompts')
   H.ok(seen[1].prompt:find('echo streamed-line', 1, true), 'the prompt names the command: ' .. seen[1].prompt)
-  H.eq(seen[1].labels[2], 'Always (allow bash:@read-only for this session)', 'the rule it saves')
+  H.eq(seen[1].labels[2], 'Always (allow bash:touch, bash:@read-only for this session)', 'the rules it saves')
   local header = line_of(chat, '⚙ bash')
   H.ok(H.text(chat.buf):find('streamed%-line\nsecond%-line'), 'the output is in the block')
   H.ok(status_at(chat, header):find('done', 1, true), 'status: ' .. status_at(chat, header))
@@ -140,8 +140,8 @@ H.test('several calls are decided one by one', function()
   end)
   H.stub_input('')
   model.push({ tool_calls = {
-    { 'call-one', 'bash', '{"command": "echo first-call"}' },
-    { 'call-two', 'bash', '{"command": "echo second-call"}' },
+    { 'call-one', 'bash', '{"command": "touch first.txt; echo first-call"}' },
+    { 'call-two', 'bash', '{"command": "touch second.txt; echo second-call"}' },
   } }, { text = 'One ran, one was denied.' })
   turnstoned.ask('Run both')
   H.wait_turns(chat, 6)
@@ -173,7 +173,7 @@ H.test('an approval withdrawn by an interrupt closes its open prompt', function(
       { relative = 'editor', row = 1, col = 1, width = 40, height = 3 })
     return false -- the user has not answered yet
   end)
-  model.push({ tool_calls = { { 'call-wait', 'bash', '{"command": "echo never"}' } } })
+  model.push({ tool_calls = { { 'call-wait', 'bash', '{"command": "touch never.txt"}' } } })
   turnstoned.ask('Ask me first')
   H.wait('the approval prompt', function()
     return picker ~= nil
@@ -185,7 +185,7 @@ H.test('an approval withdrawn by an interrupt closes its open prompt', function(
     return not api.nvim_win_is_valid(picker)
   end)
   H.eq(require('turnstoned.questions').pending(), 0, 'pending prompts')
-  H.ok(status_at(chat, line_of(chat, 'echo never')):find('cancelled', 1, true), 'the call is cancelled')
+  H.ok(status_at(chat, line_of(chat, 'touch never.txt')):find('cancelled', 1, true), 'the call is cancelled')
 end)
 
 H.test('reasoning is a folded block above the answer', function()
@@ -265,13 +265,13 @@ H.test("a task agent's work is marked and folded under its call; its approval is
     return H.find(labels, 'Approve')
   end)
   model.push({ tool_calls = { { 'call-task', 'task_agent', '{"prompt": "Echo a word and report."}' } } },
-    { tool_calls = { { 'call-sub', 'bash', '{"command": "echo from-the-agent"}' } } },
+    { tool_calls = { { 'call-sub', 'bash', '{"command": "touch agent.txt; echo from-the-agent"}' } } },
     { text = 'The agent echoed the word.' },
     { text = 'The task agent reported back.' })
   turnstoned.ask('Delegate it')
   H.wait_turns(chat, 13)
   H.eq(#seen, 2, 'questions: the task_agent call, then the agent\'s bash call')
-  local sub = line_of(chat, '↳ ⚙ bash: echo from-the-agent')
+  local sub = line_of(chat, '↳ ⚙ bash: touch agent.txt; echo from-the-agent')
   H.ok(status_at(chat, sub):find('done', 1, true), 'the agent\'s call ran')
   local agent = line_of(chat, '↳ agent')
   H.eq(api.nvim_buf_get_lines(chat.buf, agent, agent + 1, false)[1], 'The agent echoed the word.', 'its message')
@@ -350,7 +350,7 @@ H.test('resume redraws the history after the daemon restarts', function()
   end)
   local chat = session.current()
   local text = H.text(chat.buf)
-  for _, needle in ipairs({ 'Say hello', 'Hello from the scripted model.', '⚙ bash: echo streamed-line',
+  for _, needle in ipairs({ 'Say hello', 'Hello from the scripted model.', '⚙ bash: touch streamed.txt; echo streamed-line',
     'streamed-line', 'Denied by user: not on this machine', 'One ran, one was denied.',
     'Thinking about it' }) do
     H.ok(text:find(needle, 1, true), ('%q in the redrawn history:\n%s'):format(needle, text))
@@ -367,14 +367,14 @@ H.test('approvals of two sessions are asked one at a time; a queued one can be w
   end
   local first = session.current()
   local done_before = first.turns_completed or 0
-  model.push({ tool_calls = { { 'call-a', 'bash', '{"command": "echo from-first"}' } } })
+  model.push({ tool_calls = { { 'call-a', 'bash', '{"command": "touch first.txt; echo from-first"}' } } })
   turnstoned.ask('The first session asks')
   H.wait('the first question', function()
     return #open == 1
   end)
   turnstoned.new_session()
   local second = session.current()
-  model.push({ tool_calls = { { 'call-b', 'bash', '{"command": "echo from-second"}' } } })
+  model.push({ tool_calls = { { 'call-b', 'bash', '{"command": "touch second.txt; echo from-second"}' } } })
   turnstoned.ask('The second session asks')
   H.wait('the second question to wait its turn', function()
     return questions.pending() == 2

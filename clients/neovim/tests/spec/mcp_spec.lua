@@ -67,7 +67,7 @@ H.test('a trust question and an approval arriving together are asked one at a ti
     end, 100)
   end
   turnstoned.new_session()
-  model.push({ tool_calls = { { 'call-t', 'bash', '{"command": "echo together"}' } } }, { text = 'Done.' })
+  model.push({ tool_calls = { { 'call-t', 'bash', '{"command": "touch together.txt; echo together"}' } } }, { text = 'Done.' })
   turnstoned.ask('Run it')
   H.wait_turns(session.current(), 1)
   H.wait('both questions', function()

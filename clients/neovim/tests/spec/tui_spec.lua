@@ -88,7 +88,7 @@ H.test('chat: the answer streams in beside the code window', function()
 end)
 
 H.test('approval: the default vim.ui.select asks, the command runs', function()
-  model.push({ tool_calls = { { 'call-cat', 'bash', '{"command": "cat settings.txt"}' } } },
+  model.push({ tool_calls = { { 'call-cat', 'bash', '{"command": "touch seen.txt; cat settings.txt"}' } } },
     { text = 'It says version = 1.' })
   type_keys('iShow it<C-s>')
   see('Type number and <Enter>')
@@ -96,7 +96,7 @@ H.test('approval: the default vim.ui.select asks, the command runs', function()
   H.ok(screen():find('2: Always (allow bash:@read-only for this session)', 1, true), 'the choices:\n' .. screen())
   type_keys('1<CR>')
   see('It says version = 1.')
-  H.ok(screen():find('⚙ bash: cat settings.txt  ✓ done', 1, true), 'the folded call:\n' .. screen())
+  H.ok(screen():find('⚙ bash: touch seen.txt; cat settings.txt  ✓ done', 1, true), 'the folded call:\n' .. screen())
 end)
 
 H.test('review: the diff tab shows the proposal; ga approves it', function()
