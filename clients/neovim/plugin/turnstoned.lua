@@ -20,7 +20,11 @@ command('Turnstoned', function(o)
 end, {
   nargs = '*',
   range = true,
-  desc = 'turnstoned: open the chat; with text, send it; with a range, send those lines',
+  complete = function(lead, line)
+    return api().complete(lead, line)
+  end,
+  desc = 'turnstoned: open the chat; with text, send it; with a range, send those lines; '
+    .. 'mode, changes, undo, redo, rerun',
 })
 command('TurnstonedInterrupt', function()
   api().interrupt()

@@ -43,7 +43,7 @@ table.sort(results, function(a, b)
   return a.spec < b.spec
 end)
 for _, r in ipairs(results) do
-  local ok = r.obj.code == 0
+  local ok = r.obj.code == 0 and (r.obj.signal or 0) == 0
   failed = failed + (ok and 0 or 1)
   io.stdout:write(('%s %s (%.1f s)\n'):format(ok and 'PASS' or 'FAIL', vim.fn.fnamemodify(r.spec, ':t'),
     r.ms / 1000))

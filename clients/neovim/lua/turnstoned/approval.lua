@@ -74,16 +74,32 @@ local function decide(req, call_id, decision, feedback, next_step)
   next_step()
 end
 
+--- The `path` argument the model gave a call (the daemon's FileChange path is resolved).
+---@param call_id string
+---@return string?
+local function path_argument(call_id)
+  local known = call_arguments[call_id]
+  local ok, args = pcall(vim.json.decode, known and known.arguments or '')
+  return ok and type(args) == 'table' and type(args.path) == 'string' and args.path or nil
+end
+
 ---@param req turnstoned.ApprovalPrompt
 ---@param call_id string
 ---@param next_step fun()
 local function review(req, call_id, next_step)
-  require('turnstoned.review').open(req, call_id, function(decision, feedback)
-    if decision then
-      decide(req, call_id, decision, feedback, next_step)
-    else
-      next_step()
+  require('turnstoned.review').open(req, call_id, function(decision, feedback, edited)
+    if not decision then
+      return next_step()
+    elseif decision == 'approve' and edited then
+      -- The proposal as the user left it is what gets written: the call, edited.
+      req.decided[call_id] = { decision = 'approve',
+        arguments = { path = path_argument(call_id) or edited.path, content = edited.content } }
+      if #undecided(req) == 0 then
+        return answer(req, 'approve')
+      end
+      return next_step()
     end
+    decide(req, call_id, decision, feedback, next_step)
   end)
 end
 
@@ -111,11 +127,24 @@ local function editable(items)
   return #items == 1 and call_arguments[items[1].callId] ~= nil and client.has_revision('1.5')
 end
 
+--- Whether the question is the model's plan (plan mode's propose_plan).
+---@param items turnstoned.ApprovalRequestItem[]
+---@return boolean
+local function is_plan(items)
+  return #items == 1 and items[1].tool == 'propose_plan'
+end
+
 ---@param items turnstoned.ApprovalRequestItem[]
 ---@param more boolean other calls were decided already
 ---@param each boolean offer to decide the calls one by one
 ---@return {id: string, label: string}[]
 local function choices(items, more, each)
+  if is_plan(items) then
+    return {
+      { id = 'approve', label = 'Approve the plan (the session switches to auto and carries it out)' },
+      { id = 'deny', label = 'Ask for another plan (say what to change)…' },
+    }
+  end
   local n = #items
   local all = n == 1 and '' or (more and (' the other %d'):format(n) or (' all %d'):format(n))
   local out = { { id = 'approve', label = 'Approve' .. all } }
@@ -160,7 +189,7 @@ end
 local function show_details(req, items)
   req.shown = items
   local rated = vim.iter(items):any(function(item)
-    return item.verdict ~= nil
+    return item.verdict ~= nil or item.escalation ~= nil or item.tool == 'propose_plan'
   end)
   if not rated then
     return
@@ -180,9 +209,16 @@ end
 ---@return string
 local function title(req, items)
   local heads = vim.tbl_map(function(item)
-    return item.header .. verdicts.tag(item.verdict)
+    local head = item.header .. verdicts.badge(item.sandbox) .. verdicts.tag(item.verdict)
+    if type(item.escalation) == 'string' then
+      head = head .. ' — leaves the sandbox: ' .. item.escalation:gsub('\n', ' ')
+    end
+    return head
   end, items)
   local text = #items == 1 and heads[1] or ('%d calls: %s'):format(#items, table.concat(heads, ' | '))
+  if is_plan(items) then
+    text = 'Approve this plan? ' .. items[1].header
+  end
   if not require('turnstoned.session').get(req.params.sessionId) then
     text = ('[session %s] %s'):format(req.params.sessionId:sub(1, 8), text)
   end

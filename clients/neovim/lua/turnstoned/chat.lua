@@ -29,6 +29,10 @@ local api = vim.api
 ---@field working_mark? integer
 ---@field turns_completed? integer
 ---@field previews? turnstoned.PreviewOpen[]  what the model opened with open_preview
+---@field mode? turnstoned.ApprovalMode  the session's approval mode (before it starts: the one it starts in)
+---@field turns? turnstoned.TurnRecord[]  the turns seen here, oldest first
+---@field undos? {id: string, rewound?: boolean, redone?: boolean}[]  undos made here
+---@field own_undo? boolean     an undo or redo asked from here is under way
 local Chat = {}
 Chat.__index = Chat
 
@@ -170,8 +174,9 @@ end
 ---@return string[]
 local function tool_lines(item, output)
   local header = (item.header ~= nil and item.header ~= '') and item.header or ('⚙ ' .. item.tool)
-  local out = { (header:gsub('\n', ' ')) }
-  vim.list_extend(out, require('turnstoned.verdicts').card(item, original(item)))
+  local verdicts = require('turnstoned.verdicts')
+  local out = { (header:gsub('\n', ' ')) .. verdicts.badge(item.sandbox) }
+  vim.list_extend(out, verdicts.card(item, original(item)))
   local preview = item.preview or ''
   if preview ~= '' and preview ~= header:gsub('^⚙ [^:]*: ', '') then
     vim.list_extend(out, { FENCE .. preview_lang(item), unpack(lines_of(preview)) })
@@ -281,6 +286,45 @@ end
 function Chat:event_block(id, lines)
   self:edit(function()
     self:place_block(id, 'notice', lines, #lines > 1)
+  end)
+  self.answering = false
+end
+
+local KIND = { create = 'created ', modify = 'modified', delete = 'deleted ' }
+local LISTED = 20 -- files named in a changes block
+
+--- `path` relative to the session's directory when it is inside it.
+---@param path string
+---@return string
+function Chat:relative(path)
+  local dir = self.info and self.info.cwd
+  return dir and vim.startswith(path, dir .. '/') and path:sub(#dir + 2) or path
+end
+
+--- The end of a turn that changed files: which, and how to review or take them back.
+---@param turn_id string
+---@param cp turnstoned.TurnCheckpoint
+function Chat:changes_block(turn_id, cp)
+  local files = cp.files or {}
+  if #files == 0 and cp.undoable ~= false then
+    return
+  end
+  local count = #files == 1 and '1 file' or ('%d files'):format(#files)
+  local lines = { ('📝 changes in this turn: %s · :Turnstoned changes reviews them · :Turnstoned undo takes them back'):format(count) }
+  if cp.undoable == false then
+    lines[1] = ('📝 changes in this turn: %s · cannot be undone: %s'):format(count,
+      type(cp.note) == 'string' and cp.note or 'no checkpoint')
+  end
+  for i, f in ipairs(files) do
+    if i > LISTED then
+      lines[#lines + 1] = ('  … and %d more'):format(#files - LISTED)
+      break
+    end
+    lines[#lines + 1] = ('  %s  %s%s'):format(KIND[f.kind] or f.kind, self:relative(f.path),
+      f.binary and ' (binary)' or '')
+  end
+  self:edit(function()
+    self:place_block('changes-' .. turn_id, 'changes', lines, false)
   end)
   self.answering = false
 end

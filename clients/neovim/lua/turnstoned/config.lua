@@ -12,6 +12,10 @@ local M = {}
 ---@field diff_approve? string|false    review tab: approve this change
 ---@field diff_deny? string|false       review tab: deny this change (asks for a reason)
 ---@field preview_open? string|false    web preview: open the page in the system viewer
+---@field diff_drop? string|false       review tab: drop the hunk under the cursor from the proposal
+---@field changes_diff? string|false    changes list: before and after of the file under the cursor
+---@field changes_keep? string|false    changes list: keep the file as the turn left it
+---@field changes_undo? string|false    changes list: undo the turn's change of this file
 
 ---@class turnstoned.Config
 ---@field cmd string[]                  the daemon command
@@ -25,6 +29,7 @@ local M = {}
 ---@field fold_tools boolean            tool calls and reasoning start folded
 ---@field keymaps turnstoned.Keymaps
 ---@field log_level 'debug'|'info'|'warn'|'error'
+---@field mode? turnstoned.ApprovalMode  approval mode of new sessions (default: the daemon's)
 
 ---@type turnstoned.Config
 M.defaults = {
@@ -45,6 +50,10 @@ M.defaults = {
     diff_approve = 'ga',
     diff_deny = 'gr',
     preview_open = 'gx',
+    diff_drop = 'gd',
+    changes_diff = '<CR>',
+    changes_keep = 'gk',
+    changes_undo = 'gu',
   },
   log_level = 'info',
 }
@@ -54,6 +63,9 @@ local from_setup = {}
 
 local LAYOUTS = { vertical = true, horizontal = true, float = true, tab = true }
 local LEVELS = { debug = true, info = true, warn = true, error = true }
+
+--- The approval modes, in the order they are offered.
+M.MODES = { 'read-only', 'auto', 'full-access', 'plan' }
 
 ---@param name string
 ---@param ok boolean
@@ -81,7 +93,7 @@ end
 ---@param c turnstoned.Config
 local function validate(c)
   for key in pairs(c) do
-    if M.defaults[key] == nil and key ~= 'cwd' then
+    if M.defaults[key] == nil and key ~= 'cwd' and key ~= 'mode' then
       error(('turnstoned: unknown option %s (see :help turnstoned-config)'):format(key), 0)
     end
   end
@@ -99,6 +111,8 @@ local function validate(c)
     check('keymaps.' .. name, lhs == false or type(lhs) == 'string', 'a key string or false')
   end
   check('log_level', LEVELS[c.log_level] ~= nil, "'debug', 'info', 'warn' or 'error'")
+  check('mode', c.mode == nil or vim.tbl_contains(M.MODES, c.mode),
+    "'read-only', 'auto', 'full-access' or 'plan'")
 end
 
 --- Remember the options given to `setup()`; they win over `vim.g.turnstoned`.

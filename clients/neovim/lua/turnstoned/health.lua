@@ -103,6 +103,21 @@ local function check_model(result)
   end
 end
 
+---@param sandbox? turnstoned.SandboxHealth
+local function check_sandbox(sandbox)
+  if type(sandbox) ~= 'table' then
+    return health.info('this daemon does not report a command sandbox (it needs protocol 1.9)')
+  end
+  local detail = type(sandbox.detail) == 'string' and sandbox.detail ~= '' and sandbox.detail or nil
+  if sandbox.available then
+    health.ok('command sandbox: available' .. (detail and (' (' .. detail .. ')') or ''))
+  else
+    health.warn('no command sandbox' .. (detail and (': ' .. detail) or ''), {
+      'In auto mode commands then ask as in read-only mode (:Turnstoned mode)',
+    })
+  end
+end
+
 ---@param servers turnstoned.McpServerInfo[]
 local function check_mcp(servers)
   if #servers == 0 then
@@ -145,6 +160,7 @@ function M.check()
     return health.error('daemon/health failed: ' .. (err and err.message or '?'))
   end
   check_model(result)
+  check_sandbox(result.sandbox)
   local e2, servers = client.request_sync(methods.mcp_server_list, nil, TIMEOUT_MS)
   if e2 or not servers then
     return health.error('MCP server list failed: ' .. (e2 and e2.message or '?'))

@@ -193,15 +193,124 @@ function M.log()
   require('turnstoned.log').show(require('turnstoned.config').get().cmd[1])
 end
 
---- A statusline component: the current chat's state and usage ('' when idle and unused).
+--- A statusline component: the current chat's approval mode, state and usage ('' when
+--- idle and unused).
 ---@return string
 function M.status()
   local chat = package.loaded['turnstoned.session'] and require('turnstoned.session').peek()
   if not chat or not chat.sid then
     return ''
   end
-  local state, usage = require('turnstoned.ui').describe(chat)
-  return 'turnstoned ' .. state .. (usage ~= '' and (' · ' .. usage) or '')
+  local state, usage, mode = require('turnstoned.ui').describe(chat)
+  return 'turnstoned ' .. (mode ~= '' and (mode .. ' · ') or '') .. state
+    .. (usage ~= '' and (' · ' .. usage) or '')
+end
+
+local MODE_SAYS = {
+  ['read-only'] = 'reads run unasked; edits and commands ask',
+  auto = 'edits and sandboxed commands run unasked; the rest asks',
+  ['full-access'] = 'all but destructive, credential and outside-the-workspace calls run unasked',
+  plan = 'the model investigates read-only and proposes a plan to approve',
+}
+
+--- Set the current chat's approval mode; without `mode`, pick one (`vim.ui.select`).
+--- Before the chat has a session, it is the mode the session starts in.
+---@param mode? turnstoned.ApprovalMode
+function M.mode(mode)
+  wire()
+  local session = require('turnstoned.session')
+  local modes = require('turnstoned.config').MODES
+  if mode == nil then
+    local now = session.mode(session.current())
+    return vim.ui.select(modes, {
+      prompt = 'turnstoned approval mode' .. (now and (' (now ' .. now .. ')') or ''),
+      kind = 'turnstoned.mode',
+      format_item = function(m)
+        return ('%-12s %s'):format(m, MODE_SAYS[m])
+      end,
+    }, function(choice)
+      if choice then
+        M.mode(choice)
+      end
+    end)
+  end
+  if not vim.tbl_contains(modes, mode) then
+    return vim.notify(('turnstoned: no approval mode %q (%s)'):format(mode, table.concat(modes, ', ')),
+      vim.log.levels.ERROR)
+  end
+  session.set_mode(mode, function(err, result)
+    if err then
+      return vim.notify('turnstoned: cannot set the mode: ' .. err, vim.log.levels.ERROR)
+    end
+    ---@cast result turnstoned.SessionSetModeResult
+    vim.notify(('turnstoned: approval mode %s (was %s)'):format(result.mode, result.previous or 'the default'))
+  end)
+end
+
+--- Review what the current chat's last turn changed: a list of its files, with keys to see
+--- a file's diff, keep it, or undo that file.
+function M.changes()
+  wire()
+  require('turnstoned.changes').list()
+end
+
+--- Undo the current chat's last turn that changed files (asks whether the conversation
+--- goes back too, and about files you changed since).
+function M.undo()
+  wire()
+  require('turnstoned.changes').undo()
+end
+
+--- Take back the current chat's last undo.
+function M.redo()
+  wire()
+  require('turnstoned.changes').redo()
+end
+
+--- Send an earlier prompt again, edited: pick it, rewind the chat or fork it from before
+--- that prompt, and edit the prompt in the prompt window.
+function M.rerun()
+  wire()
+  require('turnstoned.changes').rerun()
+end
+
+--- The words after `:Turnstoned` that run a subcommand rather than being sent.
+local SUBCOMMANDS = { 'changes', 'mode', 'redo', 'rerun', 'undo' }
+
+--- A subcommand named by the command's words, and its argument: `mode` takes a mode name,
+--- the others nothing (anything else is a prompt).
+---@param words string[]
+---@return string? name, string? argument
+local function subcommand(words)
+  local name = words[1]
+  if not vim.tbl_contains(SUBCOMMANDS, name) then
+    return nil
+  end
+  if #words == 1 then
+    return name
+  elseif name == 'mode' and #words == 2 and vim.tbl_contains(require('turnstoned.config').MODES, words[2]) then
+    return name, words[2]
+  end
+end
+
+--- Completion of `:Turnstoned`: the subcommands, and the modes after `mode`.
+---@param lead string
+---@param line string
+---@return string[]
+function M.complete(lead, line)
+  local words = vim.split(vim.trim(line:gsub('^%S+', '', 1)), '%s+', { trimempty = true })
+  local before = #words - (lead ~= '' and 1 or 0)
+  local options
+  if before == 0 then
+    options = SUBCOMMANDS
+  elseif before == 1 and words[1] == 'mode' then
+    options = require('turnstoned.config').MODES
+  else
+    return {}
+  end
+  return vim.tbl_filter(function(o)
+    return vim.startswith(o, lead)
+  end, options)
 end
 
 --- Stop the daemon (the next command starts it again).
@@ -215,7 +324,10 @@ function M.command(o)
   if o.range > 0 then
     return M.send_selection({ line1 = o.line1, line2 = o.line2, prompt = o.args })
   end
-  if o.args ~= '' then
+  local name, argument = subcommand(o.fargs or vim.split(o.args, '%s+', { trimempty = true }))
+  if name then
+    return M[name](argument)
+  elseif o.args ~= '' then
     return M.ask(o.args)
   end
   M.open()

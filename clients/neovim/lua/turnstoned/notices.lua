@@ -85,7 +85,14 @@ end
 ---@param chat turnstoned.Chat
 ---@param p turnstoned.SessionNotice
 function M.live(chat, p)
-  if p.kind == 'watch' then
+  if (p.kind == 'undo' or p.kind == 'redo') and type(p.data) == 'table' then
+    local restored = vim.tbl_map(function(path)
+      return chat:relative(path)
+    end, p.data.restored or {})
+    chat:note(('> %s elsewhere: %s'):format(p.kind == 'undo' and '↶ undone' or '↷ redone',
+      #restored > 0 and ('restored ' .. table.concat(restored, ', ')) or 'no file needed restoring'))
+    chat.answering = false
+  elseif p.kind == 'watch' then
     M.watch(chat, 'watch-' .. ((p.data or {}).watchId or tostring(vim.uv.hrtime())), p.text or '', p.data)
   else
     quoted(chat, ((p.text or ''):gsub('\n', ' ')))

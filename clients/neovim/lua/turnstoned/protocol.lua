@@ -147,6 +147,11 @@
 ---@field capabilities turnstoned.ServerCapabilities
 ---@field serverInfo turnstoned.ServerInfo
 
+---@class turnstoned.InstructionFile A project instruction file the session's model reads (AGENTS.md and the like): ``chars`` of it, all unless ``truncated`` (the instructions are capped).
+---@field path string
+---@field chars integer
+---@field truncated? boolean
+
 ---@class turnstoned.ItemCompleted
 ---@field sessionId string
 ---@field turnId string
@@ -425,6 +430,7 @@
 ---@field sessionId string
 ---@field session turnstoned.SessionInfo
 ---@field items (turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem)[]
+---@field instructions? turnstoned.InstructionFile[]
 
 ---@class turnstoned.SessionSetModeParams
 ---@field sessionId string
@@ -445,6 +451,7 @@
 
 ---@class turnstoned.SessionStartResult
 ---@field sessionId string
+---@field instructions? turnstoned.InstructionFile[]
 
 ---@class turnstoned.SessionUsage How full the session's context is after a model call (prompt plus reply, in tokens).
 ---@field sessionId string

@@ -71,9 +71,46 @@ end
 local DECIDED = { approve = 'running', always = 'running', auto = 'running', deny = 'declined',
   timeout = 'declined', cancelled = 'cancelled' }
 
+--- What the chat knows of one of its turns (for undo, review and rerun).
+---@class turnstoned.TurnRecord
+---@field id string
+---@field prompt? string          the prompt that started it (none: the daemon started it)
+---@field checkpoint? turnstoned.TurnCheckpoint  what it changed, once it ended
+---@field undone? string          the undo that took it back
+
+--- The record of turn `id` of `chat`, made when it is new.
+---@param chat turnstoned.Chat
+---@param id string
+---@return turnstoned.TurnRecord
+function M.turn(chat, id)
+  chat.turns = chat.turns or {}
+  for _, t in ipairs(chat.turns) do
+    if t.id == id then
+      return t
+    end
+  end
+  local t = { id = id }
+  table.insert(chat.turns, t)
+  return t
+end
+
+--- The approval mode of a chat's session (of its next session, before it has one).
+---@param chat? turnstoned.Chat
+---@return turnstoned.ApprovalMode?
+function M.mode(chat)
+  if chat and chat.mode then
+    return chat.mode
+  end
+  return chat and chat.info and chat.info.approvalMode or require('turnstoned.config').get().mode
+end
+
 ---@param chat turnstoned.Chat
 ---@param p turnstoned.TurnCompleted
 local function turn_completed(chat, p)
+  if p.checkpoint ~= nil and p.checkpoint ~= vim.NIL then
+    M.turn(chat, p.turnId).checkpoint = p.checkpoint
+    chat:changes_block(p.turnId, p.checkpoint)
+  end
   if chat.turn_id and chat.turn_id ~= p.turnId then
     return
   end
@@ -137,6 +174,13 @@ local handlers = {
     chat.context = { tokens = p.contextTokens, window = p.contextWindow }
     refresh()
   end,
+  [methods.session_mode_changed] = function(chat, p)
+    if p.mode ~= p.previous then
+      chat:note(('> ⚙ approval mode: **%s** (was %s)'):format(p.mode, p.previous))
+    end
+    chat.mode = p.mode
+    refresh()
+  end,
   [methods.session_compacted] = function(chat, p)
     chat.context = { tokens = p.contextTokensAfter, window = p.contextWindow }
     require('turnstoned.notices').compacted(chat, p)
@@ -152,6 +196,16 @@ local function notice(p)
     local title = (p.data or {}).title
     vim.notify((title and (title .. ': ') or '') .. (p.text or ''), vim.log.levels.INFO,
       { title = 'turnstoned' })
+  end
+  if p.kind == 'undo' or p.kind == 'redo' then
+    local chat = chats[p.sessionId]
+    if not chat or chat.own_undo then
+      return
+    elseif type(p.data) == 'table' and p.data.rewound then -- another client moved the conversation
+      return M.redraw(chat, function()
+        require('turnstoned.notices').live(chat, p)
+      end)
+    end
   end
   route(p, require('turnstoned.notices').live)
 end
@@ -209,6 +263,7 @@ local function start_turn(chat, text, mark, retried)
       chat:user_note(mark, '  queued: the running turn reads it at its next step')
     else
       chat.turn_id = result.turnId
+      M.turn(chat, result.turnId).prompt = text
     end
   end)
 end
@@ -232,15 +287,25 @@ function M.send(text)
     return start_turn(chat, text, mark)
   end
   local cwd = M.cwd()
-  client.request(methods.session_start, { cwd = cwd }, function(err, result)
+  local mode = M.mode(chat)
+  client.request(methods.session_start, { cwd = cwd, approvalMode = mode }, function(err, result)
     if err then
       chat.prompt_pending = false
       return chat:note('> ✗ cannot start a session: ' .. err.message)
     end
     chat.info = chat.info or { cwd = cwd }
+    chat.mode = mode
     chat:bind(result.sessionId)
     chats[result.sessionId] = chat
     refresh()
+    if not mode then -- the daemon's default: its session info says which
+      client.request(methods.session_resume, { sessionId = result.sessionId }, function(e, r)
+        if not e and r and r.session then
+          chat.info, chat.mode = r.session, chat.mode or r.session.approvalMode
+          refresh()
+        end
+      end)
+    end
     start_turn(chat, text, mark)
   end)
 end
@@ -278,6 +343,7 @@ function M.resume(sid, cb)
       chat:load(result.items or {})
     end
     chat.info = result.session
+    chat.mode = result.session and result.session.approvalMode or chat.mode
     chat.title = chat.title or (result.session and result.session.title)
     if result.session and result.session.status == 'running' and not chat.running then
       chat.running = true
@@ -298,6 +364,50 @@ function M.compact(cb)
   client.request(methods.session_compact, { sessionId = chat.sid }, function(err, result)
     cb(err and err.message, result)
   end)
+end
+
+--- Set the approval mode of the current chat's session (`session/setMode`); before the
+--- session starts, the mode it starts in. `cb(err, result)`.
+---@param mode turnstoned.ApprovalMode
+---@param cb fun(err?: string, result?: turnstoned.SessionSetModeResult)
+function M.set_mode(mode, cb)
+  local chat = M.current()
+  if not chat.sid then
+    local previous = M.mode(chat)
+    chat.mode = mode
+    refresh()
+    return cb(nil, { mode = mode, previous = previous })
+  end
+  client.request(methods.session_set_mode, { sessionId = chat.sid, mode = mode }, function(err, result)
+    if err then
+      return cb(err.message)
+    end
+    chat.mode = result.mode
+    refresh()
+    cb(nil, result)
+  end)
+end
+
+--- Redraw a chat from its session's history (after an undo or redo moved the conversation).
+---@param chat turnstoned.Chat
+---@param cb? fun(err?: string)
+function M.redraw(chat, cb)
+  client.request(methods.session_resume, { sessionId = chat.sid }, function(err, result)
+    if err then
+      return cb and cb(err.message)
+    end
+    chat.info = result.session or chat.info
+    chat:load(result.items or {})
+    refresh()
+    return cb and cb(nil)
+  end)
+end
+
+--- Show `chat` as the current one (a fork the user continues in).
+---@param chat turnstoned.Chat
+function M.adopt(chat)
+  chats[chat.sid] = chat
+  current = chat
 end
 
 --- Leave the current chat; the next prompt starts a new session.

@@ -49,12 +49,13 @@ end
 
 local short = require('turnstoned.notices').short
 
---- What the winbar and the statusline component say about a chat.
+--- What the winbar and the statusline component say about a chat: its state, token
+--- usage and approval mode ('' when not known yet).
 ---@param chat? turnstoned.Chat
----@return string state, string usage
+---@return string state, string usage, string mode
 function M.describe(chat)
   if not chat then
-    return 'idle', ''
+    return 'idle', '', session.mode(nil) or ''
   end
   local state = chat.running and '⟳ working' or 'idle'
   local usage = {}
@@ -65,7 +66,7 @@ function M.describe(chat)
   if chat.usage and chat.usage.totalTokens then
     usage[#usage + 1] = ('turn %s tok'):format(short(chat.usage.totalTokens))
   end
-  return state, table.concat(usage, ' · ')
+  return state, table.concat(usage, ' · '), session.mode(chat) or ''
 end
 
 --- The transcript window's winbar: title, state and token usage.
@@ -74,8 +75,11 @@ function M.winbar()
   local win = vim.g.statusline_winid or api.nvim_get_current_win()
   local chat = session.by_buf(api.nvim_win_get_buf(win))
   local title = chat and (chat.title or (chat.sid and chat.sid:sub(1, 12))) or 'new chat'
-  local state, usage = M.describe(chat)
+  local state, usage, mode = M.describe(chat)
   local right = usage ~= '' and (chat.running and (state .. ' · ' .. usage) or usage) or state
+  if mode ~= '' then
+    right = ('mode %s · %s'):format(mode, right)
+  end
   local function escape(s)
     return (s:gsub('%%', '%%%%'))
   end

@@ -22,6 +22,13 @@ function M.tag(v)
   return v and ('  [%s: %s]'):format(v.risk, v.rule) or ''
 end
 
+--- How a command runs, as a badge after its header: "  [sandboxed]" ('' when not said).
+---@param sandbox? turnstoned.SandboxUse
+---@return string
+function M.badge(sandbox)
+  return type(sandbox) == 'string' and ('  [%s]'):format(sandbox) or ''
+end
+
 --- What a tool card says under its header: the verdicts, an edit, why it ran unasked.
 ---@param item turnstoned.ToolCallItem
 ---@param original? string what the model asked for, when the user edited the call
@@ -72,7 +79,10 @@ function M.details(items, judge, pending)
     if #out > 0 then
       out[#out + 1] = ''
     end
-    out[#out + 1] = (item.header or item.tool):gsub('\n', ' ')
+    out[#out + 1] = (item.header or item.tool):gsub('\n', ' ') .. M.badge(item.sandbox)
+    if type(item.escalation) == 'string' then
+      out[#out + 1] = '  leaves the sandbox: ' .. item.escalation:gsub('\n', ' ')
+    end
     if type(item.verdict) == 'table' then
       out[#out + 1] = ('  risk:   %s (rule %s)'):format(M.line(item.verdict), item.verdict.rule)
     end
@@ -88,6 +98,12 @@ function M.details(items, judge, pending)
     end
     if type(item.policy) == 'string' then
       out[#out + 1] = '  policy: ' .. item.policy
+    end
+    if item.tool == 'propose_plan' and type(item.preview) == 'string' then
+      out[#out + 1] = '  the plan (approving it switches the session to auto and carries it out):'
+      for _, line in ipairs(vim.split(item.preview, '\n', { plain = true })) do
+        out[#out + 1] = '    ' .. line
+      end
     end
   end
   return out
