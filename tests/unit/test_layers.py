@@ -1,7 +1,7 @@
 """The package's import rules hold, for every import: at the top, inside functions and under
 TYPE_CHECKING (docs/architecture.md).
 
-Layers, each importing only from its own layer or below: cli > daemon > core > tools >
+Layers, each importing only from its own layer or below: cli > daemon, acp > core > tools >
 leaf packages > shared leaves > protocol. Only daemon/ imports pygls and lsprotocol, only
 llm/ the openai SDK, only mcp/ the MCP SDK; nothing outside tools/ imports a ``tools._*``
 helper; no module of core but the facade imports ``Engine``; modules and packages import
@@ -25,7 +25,7 @@ SHARED_LEAVES = ("config", "paths", "places", "envscrub", "scopes", "questions",
                  "bindings")
 LAYERS = {
     "cli": 7, "client": 7, "__main__": 7,
-    "daemon": 6,
+    "daemon": 6, "acp": 6,  # the two fronts over the engine
     "core": 5,
     "tools": 4,
     **dict.fromkeys(LEAF_PACKAGES, 3),
@@ -39,6 +39,11 @@ NAMES = {7: "cli", 6: "daemon", 5: "core", 4: "tools", 3: "a leaf package",
 OWNERS = {"pygls": "daemon", "lsprotocol": "daemon", "openai": "llm", "mcp": "mcp",
           "mcp_types": "mcp"}
 FACADE = "turnstoned.core.engine"
+
+
+def layer_name(part: str) -> str:
+    """How a rule names a part: a front by its own name, the others by their layer's."""
+    return part if LAYERS.get(part) == 6 else NAMES[LAYERS.get(part, 0)]
 
 
 def module_name(path: Path) -> str:
@@ -95,8 +100,8 @@ def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
             if target in known:
                 graph[module].add(target)
             if LAYERS.get(theirs, 0) > LAYERS.get(mine, 0):
-                found.append(f"{where}: {NAMES[LAYERS.get(mine, 0)]} may not import "
-                             f"{NAMES[LAYERS.get(theirs, 0)]}")
+                found.append(f"{where}: {layer_name(mine)} may not import "
+                             f"{layer_name(theirs)}")
             private = target.split(".")
             if (len(private) > 2 and private[1] == "tools" and private[2].startswith("_")
                     and mine != "tools"):
@@ -173,6 +178,8 @@ VIOLATIONS = [
      "only the facade holds the engine"),
     ("turnstoned.config", "from turnstoned.store import Store",
      "a shared leaf may not import a leaf package"),
+    ("turnstoned.acp.sink", "from turnstoned.cli import attach", "acp may not import cli"),
+    ("turnstoned.acp.rpc", "import pygls.protocol", "only daemon/ may import pygls"),
 ]
 
 
