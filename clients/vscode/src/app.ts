@@ -11,10 +11,10 @@ import { describeChanges, mcpPickItems } from "./mcp";
 import { managePolicies } from "./policies";
 import { PreviewController } from "./previews";
 import type { PreviewOpen, SessionInfo, SessionNotice } from "./protocol";
-import { PROPOSAL_SCHEME, ReviewController, type Proposal } from "./review";
+import { PROPOSAL_SCHEME, PROPOSED_SCHEME, ReviewController, type Proposal } from "./review";
 import { sessionNodes } from "./sessions";
 import { RESTART_KEYS } from "./settings";
-import { statusView, type ContextFill } from "./status";
+import { modePickItems, modeStatus, statusView, type ContextFill } from "./status";
 import { manageWatches } from "./watches";
 
 export interface App {
@@ -115,10 +115,12 @@ export function startApp(host: Host): App {
     },
     openPreview: (sessionId, previewId) => previews.show(sessionId, previewId),
     sessionTitle,
+    modeChanged: () => showMode(),
   });
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
   const shown: Shown = { host, chat, previews, sessionTitle };
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
+  host.registerEditableDocuments(PROPOSED_SCHEME, (uri) => review.provide(uri));
 
   // How full each session's context is; the status bar shows the chat's session.
   const contexts = new Map<string, ContextFill>();
@@ -127,15 +129,22 @@ export function startApp(host: Host): App {
     const view = statusView(daemon.status, (current && contexts.get(current)) || null);
     host.setStatus(view.text, view.tooltip, "turnstoned.statusMenu");
   };
+  /** The second status bar item: the chat's approval mode, while the daemon has modes. */
+  const showMode = () => {
+    const view = features()?.approvalModes ? modeStatus(chat.modeInfo()) : null;
+    host.setModeStatus(view?.text ?? null, view?.tooltip ?? "", "turnstoned.setApprovalMode");
+  };
   const setContext = (sessionId: string, context: ContextFill) => {
     contexts.set(sessionId, context);
     if (sessionId === chat.currentSession) showStatus();
   };
   daemon.onState((state) => {
     showStatus();
+    showMode();
     if (state.state === "ready") void refreshSessions();
   });
   daemon.onEvent((event) => {
+    review.observe(event);
     if (event.method === "mcpServer/statusChanged") {
       void daemon.refreshHealth();
       return;
@@ -213,6 +222,12 @@ export function startApp(host: Host): App {
       const at = await inChat("policies", "tool policies", "1.5");
       if (at) await managePolicies(host, at.client, at.sessionId);
     },
+    "turnstoned.setApprovalMode": async () => {
+      if (!(await having("approvalModes", "approval modes", "1.9"))) return;
+      const info = chat.modeInfo();
+      const mode = await host.pick(modePickItems(info), { title: info.pending ? "Approval mode of the next chat" : "Approval mode of this chat", placeHolder: "What runs without asking" });
+      if (mode) await chat.setMode(mode);
+    },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {
       const id = sessionArg(arg);
@@ -239,6 +254,7 @@ export function startApp(host: Host): App {
         "Watches": "turnstoned.watches",
         "Grants": "turnstoned.grants",
         "Tool Policies": "turnstoned.policies",
+        "Set Approval Mode": "turnstoned.setApprovalMode",
         "Set API Key": "turnstoned.setApiKey",
       };
       const picked = await host.pick(Object.entries(actions).map(([label, id]) => ({ label, value: id })).concat([{ label: "Open Settings", value: "settings" }]), { title: "turnstoned" });

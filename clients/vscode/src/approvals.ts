@@ -41,10 +41,30 @@ export function gatedItems(params: ApprovalRequestParams): ApprovalRequestItem[]
   return params.items.filter((item) => item.needsApproval);
 }
 
+/** Edited arguments for an approved call that the answer itself does not carry (an edited review diff). */
+export type Amender = (callId: string) => Record<string, unknown> | undefined;
+
+/** The answer with the amender's arguments on every approved call that has none of its own. */
+export function amended(params: ApprovalRequestParams, answer: ApprovalAnswer, amend: Amender | null): ApprovalAnswer {
+  if (!amend) return answer;
+  let calls = answer.calls;
+  for (const item of gatedItems(params)) {
+    const own = answer.calls?.[item.callId];
+    const decision = own?.decision ?? answer.decision;
+    if (decision === "deny" || own?.arguments) continue;
+    const args = amend(item.callId);
+    if (!args) continue;
+    calls = { ...calls, [item.callId]: { ...(own ?? { decision }), arguments: args } };
+  }
+  return calls === answer.calls ? answer : { ...answer, calls };
+}
+
 export class ApprovalBroker {
   private readonly pendingCycles = new Map<string, Pending>();
   private readonly changes = new Emitter<ApprovalChange>();
   readonly onChange = this.changes.event;
+  /** Asked, as a cycle is answered, for arguments the user gave some other way (see ReviewController). */
+  amend: Amender | null = null;
 
   /** Serve one `item/tool/requestApproval`: resolves when answered, withdrawn or resolved. */
   handle(params: ApprovalRequestParams, token?: CancelToken): Promise<ApprovalResponse> {
@@ -61,7 +81,7 @@ export class ApprovalBroker {
     const pending = this.pendingCycles.get(cycleId);
     if (!pending) return false;
     this.pendingCycles.delete(cycleId);
-    pending.resolve(toResponse(answer));
+    pending.resolve(toResponse(amended(pending.params, answer, this.amend)));
     const change: ApprovalChange = { kind: "cleared", sessionId: pending.params.sessionId, cycleId, reason: "answered", decision: answer.decision };
     if (answer.calls && Object.keys(answer.calls).length) {
       change.calls = Object.fromEntries(Object.entries(answer.calls).map(([id, c]) => [id, c.decision]));

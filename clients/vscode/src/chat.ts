@@ -2,12 +2,14 @@
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
 import { daemonFeatures, type TurnstonedClient } from "./client";
-import type { Attachment, FromWebview, ToWebview } from "./messages/chat";
+import type { Attachment, FromWebview, ModeInfo, ToWebview } from "./messages/chat";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
 import type { ChatView, Folder, Host } from "./host";
-import type { ApprovalRequestItem, ApprovalRequestParams, Item, Verdict } from "./protocol";
+import { MODE_LABELS } from "./messages/modes";
+import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, Item, SandboxHealth, Verdict } from "./protocol";
 import { ErrorKind } from "./protocol";
+import { Checkpoints, TEXT_SCHEME } from "./undo";
 
 const SESSION_KEY = "turnstoned.session:";
 
@@ -20,6 +22,8 @@ export interface ChatHooks {
   openPreview(sessionId: string, previewId: string): Promise<void>;
   /** A session's title for a prompt ("" when unknown). */
   sessionTitle(sessionId: string): Promise<string>;
+  /** The chat's approval mode changed (or the chat shows another session). */
+  modeChanged(): void;
 }
 
 /** The riskiest rated call of a cycle, for a notification: " (high risk: deletes files …)". */
@@ -53,6 +57,11 @@ export class ChatController {
   private title = "";
   private folder: Folder | undefined;
   private recall: boolean;
+  /** Each session's approval mode, as the daemon last said. */
+  private readonly modes = new Map<string, ApprovalMode>();
+  /** The mode picked for the next session before it exists (undefined: the setting's). */
+  private nextMode: ApprovalMode | null | undefined;
+  readonly checkpoints: Checkpoints;
 
   constructor(
     private readonly host: Host,
@@ -66,16 +75,79 @@ export class ChatController {
     // Nothing remembered (a window that went down before its state was saved): the folder's
     // newest session comes back. "" is a chat the user started over.
     this.recall = remembered === undefined;
+    this.checkpoints = new Checkpoints(host, () => daemon.ready(), {
+      post: (message) => this.post(message),
+      show: (sessionId) => this.resume(sessionId, false),
+      send: (text) => this.send(text),
+    });
+    host.registerDocuments(TEXT_SCHEME, async (uri) => this.checkpoints.provide(uri));
     daemon.onEvent((event) => {
+      if (event.method === "session/modeChanged") {
+        this.modes.set(event.params.sessionId, event.params.mode);
+        if (event.params.sessionId === this.sessionId) hooks.modeChanged();
+      } else if (event.method === "turn/completed") {
+        this.checkpoints.completed(event.params.sessionId, event.params.turnId, event.params.checkpoint);
+      } else if (event.method === "session/notice") {
+        this.checkpoints.noticed(event.params.sessionId, event.params.kind, event.params.data);
+      }
       if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
       this.post({ type: "event", event });
       if (event.method === "turn/completed") hooks.sessionsChanged();
     });
     daemon.onState((s) => {
       this.post({ type: "daemon", state: s.state, ...(s.state === "stopped" && s.problem ? { message: `${s.problem.message} ${s.problem.detail}` } : {}) });
-      if (s.state === "ready") this.post({ type: "features", ...daemonFeatures(s.health) });
+      if (s.state === "ready") {
+        this.post({ type: "features", ...daemonFeatures(s.health) });
+        this.postMode();
+      }
+    });
+    host.onSettingsChanged((affects) => {
+      if (affects("approvalMode") && !this.sessionId) {
+        this.postMode();
+        hooks.modeChanged();
+      }
     });
     broker.onChange((change) => this.approvalChanged(change));
+  }
+
+  /** The sandbox this machine has for commands, as the daemon reports it. */
+  private sandbox(): SandboxHealth | null {
+    const s = this.daemon.status;
+    return s.state === "ready" ? s.health.sandbox ?? null : null;
+  }
+
+  /** The chat's approval mode: its session's, or the one the next session starts in. */
+  modeInfo(): ModeInfo {
+    if (this.sessionId) return { mode: this.modes.get(this.sessionId) ?? null, pending: false, sandbox: this.sandbox() };
+    return { mode: this.nextMode === undefined ? this.host.settings().approvalMode : this.nextMode, pending: true, sandbox: this.sandbox() };
+  }
+
+  private postMode(): void {
+    this.post({ type: "mode", ...this.modeInfo() });
+  }
+
+  /** Set the chat's approval mode: its session's now, or the next session's. */
+  async setMode(mode: ApprovalMode): Promise<void> {
+    const sessionId = this.sessionId;
+    if (!sessionId) {
+      this.nextMode = mode;
+      this.postMode();
+      this.hooks.modeChanged();
+      return;
+    }
+    const client = await this.daemon.ready();
+    if (!client) return;
+    try {
+      const result = await client.setMode(sessionId, mode);
+      this.modes.set(sessionId, result.mode);
+    } catch (err) {
+      const e = rpcError(err);
+      void this.host.warn(`The approval mode stays ${MODE_LABELS[this.modes.get(sessionId) ?? "auto"]}: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
+    }
+    if (sessionId === this.sessionId) {
+      this.postMode();
+      this.hooks.modeChanged();
+    }
   }
 
   get currentSession(): string | null {
@@ -106,6 +178,7 @@ export class ChatController {
     const client = await this.daemon.ready();
     const status = this.daemon.status;
     this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false, editArguments: false }) });
+    this.postMode();
     if (client && this.recall && this.folder) {
       this.recall = false;
       this.sessionId ??= await newestSessionIn(client, this.folder.path, (m) => this.host.log(m));
@@ -129,6 +202,7 @@ export class ChatController {
       running = result.session.status === "running";
       this.title = result.session.title ?? "";
       this.folder = { name: result.session.cwd, path: result.session.cwd };
+      if (result.session.approvalMode) this.modes.set(sessionId, result.session.approvalMode);
     } catch (err) {
       this.host.log(`session/resume ${sessionId}: ${rpcError(err).message}`);
       this.setSession(null);
@@ -136,7 +210,10 @@ export class ChatController {
       return;
     }
     this.setSession(sessionId);
-    this.post({ type: "reset", sessionId, title: this.title, items, running });
+    const turns = this.checkpoints.turnsOf(sessionId, items);
+    this.post({ type: "reset", sessionId, title: this.title, items, running, turns });
+    this.postMode();
+    this.checkpoints.replay(sessionId, turns);
     for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
     if (reveal) await this.view?.reveal();
   }
@@ -152,14 +229,17 @@ export class ChatController {
     this.folder = folder;
     this.setSession(null);
     this.clearPage();
+    this.postMode();
     await this.view?.reveal();
   }
 
   private setSession(sessionId: string | null): void {
+    const changed = sessionId !== this.sessionId;
     this.sessionId = sessionId;
     this.recall = false;
     if (this.folder) void this.host.setMemento(SESSION_KEY + this.folder.path, sessionId ?? "");
     this.hooks.sessionsChanged();
+    if (changed) this.hooks.modeChanged();
   }
 
   /** The session was closed elsewhere (the sessions tree). */
@@ -167,6 +247,7 @@ export class ChatController {
     if (sessionId !== this.sessionId) return;
     this.setSession(null);
     this.clearPage();
+    this.postMode();
   }
 
   async attach(attachment: Attachment): Promise<void> {
@@ -181,15 +262,27 @@ export class ChatController {
     const settings = this.host.settings();
     const folder = this.folder ?? this.host.activeFolder();
     this.folder = folder;
+    const mode = this.nextMode === undefined ? settings.approvalMode : this.nextMode;
+    const status = this.daemon.status;
+    const modes = status.state === "ready" && daemonFeatures(status.health).approvalModes;
     const sessionId = await client.startSession({
       cwd: folder?.path ?? null,
       workspace: folder?.path ?? null,
       model: settings.model || null,
       skipPermissions: settings.skipPermissions,
+      ...(modes && mode ? { approvalMode: mode } : {}),
     });
+    this.nextMode = undefined;
+    if (modes) {
+      // The daemon's default when none was asked for: the session's info says which it is.
+      const info = mode ? null : (await client.listSessions().catch(() => [])).find((s) => s.sessionId === sessionId);
+      const actual = mode ?? info?.approvalMode;
+      if (actual) this.modes.set(sessionId, actual);
+    }
     this.setSession(sessionId);
     // The page keeps what it shows (the message being sent) and learns which session it is.
     this.post({ type: "session", sessionId });
+    this.postMode();
     return sessionId;
   }
 
@@ -207,7 +300,8 @@ export class ChatController {
         await client.resumeSession(sessionId);
         return client.startTurn(sessionId, text);
       });
-      this.post({ type: "sent", text, queued: result.queued ?? false });
+      this.post({ type: "sent", text, queued: result.queued ?? false, ...(result.queued ? {} : { turnId: result.turnId }) });
+      if (!result.queued) await this.checkpoints.sent(sessionId, result.turnId, text);
     } catch (err) {
       const e = rpcError(err);
       this.post({ type: "sendFailed", text, message: `Not sent: ${e.message}${e.kind ? ` (${e.kind})` : ""}` });
@@ -264,6 +358,12 @@ export class ChatController {
       case "newChat": await this.newChat(); break;
       case "openPreview": if (this.sessionId) await this.hooks.openPreview(this.sessionId, message.previewId); break;
       case "showOutput": this.host.showOutput(); break;
+      case "setMode": await this.setMode(message.mode); break;
+      case "showChange": if (this.sessionId) await this.checkpoints.showChange(this.sessionId, message.turnId, message.path); break;
+      case "undoFile": if (this.sessionId) await this.checkpoints.undoFile(this.sessionId, message.turnId, message.path); break;
+      case "undoTurn": if (this.sessionId) await this.checkpoints.undoTurn(this.sessionId, message.turnId); break;
+      case "redo": if (this.sessionId) await this.checkpoints.redo(this.sessionId, message.undoId); break;
+      case "rerun": if (this.sessionId) await this.checkpoints.rerun(this.sessionId, message.turnId, message.text, message.how); break;
     }
   }
 

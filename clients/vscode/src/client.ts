@@ -20,12 +20,20 @@ import type {
   PolicyTrustRequestParams,
   PolicyTrustResult,
   PreviewReadResult,
+  ApprovalMode,
+  Resolution,
   SessionCompactResult,
+  SessionForkParams,
+  SessionForkResult,
   SessionInfo,
+  SessionSetModeResult,
   SessionResumeResult,
   SessionStartParams,
   ToolInfo,
+  TurnChangesResult,
   TurnStartResult,
+  TurnUndoParams,
+  TurnUndoResult,
   WatchCancelResult,
   WatchInfo,
 } from "./protocol";
@@ -46,6 +54,7 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.sessionNotice,
   Method.sessionUsage,
   Method.sessionCompacted,
+  Method.sessionModeChanged,
   Method.previewOpen,
   Method.mcpServerStatusChanged,
 ];
@@ -63,6 +72,10 @@ export interface DaemonFeatures {
   editArguments: boolean;
   /** `grant/list`, `grant/revoke`, `policy/list`, `policy/trust` (1.5). */
   policies: boolean;
+  /** Approval modes (`session/setMode`, `session/modeChanged`) and the command sandbox (1.9). */
+  approvalModes: boolean;
+  /** Checkpoints: `turn/changes`, `turn/undo`, `turn/redo`, `session/fork` (1.10). */
+  checkpoints: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -74,7 +87,11 @@ function revisionAtLeast(revision: string | undefined, wanted: string): boolean 
 export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevision">): DaemonFeatures {
   const v11 = revisionAtLeast(health.protocolRevision, "1.1");
   const v15 = revisionAtLeast(health.protocolRevision, "1.5");
-  return { perCallDecisions: v11, editReview: v11, editArguments: v15, policies: v15, watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4") };
+  return {
+    perCallDecisions: v11, editReview: v11, editArguments: v15, policies: v15,
+    watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4"),
+    approvalModes: revisionAtLeast(health.protocolRevision, "1.9"), checkpoints: revisionAtLeast(health.protocolRevision, "1.10"),
+  };
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
@@ -170,6 +187,31 @@ export class TurnstonedClient {
   /** `length` bytes of a preview from `offset` (all of the rest without `length`), base64. */
   readPreview(sessionId: string, previewId: string, offset = 0, length?: number): Promise<PreviewReadResult> {
     return this.conn.request(Method.previewRead, { sessionId, previewId, offset, length: length ?? null });
+  }
+
+  /** Change a session's approval mode (1.9); it applies from the next tool call. */
+  setMode(sessionId: string, mode: ApprovalMode): Promise<SessionSetModeResult> {
+    return this.conn.request(Method.sessionSetMode, { sessionId, mode });
+  }
+
+  /** Every file a turn changed, with its diff (1.10). */
+  turnChanges(sessionId: string, turnId: string): Promise<TurnChangesResult> {
+    return this.conn.request(Method.turnChanges, { sessionId, turnId });
+  }
+
+  /** Put the workspace back as it was before a turn and the turns after it (1.10). */
+  undo(params: TurnUndoParams): Promise<TurnUndoResult> {
+    return this.conn.request(Method.turnUndo, params);
+  }
+
+  /** Bring back what an undo took back (1.10). */
+  redo(sessionId: string, undoId: string, resolutions: Record<string, Resolution> = {}): Promise<TurnUndoResult> {
+    return this.conn.request(Method.turnRedo, { sessionId, undoId, resolutions });
+  }
+
+  /** A new session continuing from before one of a session's turns (1.10). */
+  fork(params: SessionForkParams): Promise<SessionForkResult> {
+    return this.conn.request(Method.sessionFork, params);
   }
 
   /** Compact the session's context now (1.4). */

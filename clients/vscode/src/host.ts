@@ -93,12 +93,23 @@ export interface Host {
   pick<T>(items: PickItem<T>[], options: { title: string; placeHolder?: string }): Promise<T | undefined>;
   openSettings(query: string): void;
   setStatus(text: string, tooltip: string, command: string): void;
+  /** The second status bar item: the chat's approval mode (null hides it). */
+  setModeStatus(text: string | null, tooltip: string, command: string): void;
 
   startDaemon(launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle>;
   registerCommand(id: string, run: (...args: unknown[]) => unknown): void;
   registerChatView(provider: ChatViewProvider): ChatView;
   registerTree(viewId: string, roots: () => TreeNode[]): { refresh(): void };
   registerDocuments(scheme: string, provide: (uri: string) => Promise<string>): void;
+  /**
+   * Documents the user may edit (the proposed side of an edit review): `provide` gives their
+   * first text; edits stay in the editor and in memory, nothing is written anywhere.
+   */
+  registerEditableDocuments(scheme: string, provide: (uri: string) => Promise<string>): void;
+  /** The text of an open document as the user has it now (unsaved edits too); undefined when it is not open. */
+  documentText(uri: string): string | undefined;
+  /** Open a document (a virtual one too) in an editor. */
+  showDocument(uri: string): Promise<void>;
   /** Open a preview panel (its page runs `dist/preview.js`) beside the editor, not taking focus. */
   openPreviewPanel(kind: PreviewKind, title: string, hooks: PreviewPanelHooks): PreviewPanel;
   /** An http(s) URL in the user's browser (VS Code asks before it opens it). */
@@ -112,7 +123,7 @@ export interface Host {
   file(uri?: unknown): Promise<Excerpt | undefined>;
   insertAtCursor(text: string): Promise<boolean>;
   copy(text: string): Promise<void>;
-  /** Open VS Code's diff editor on two document URIs. */
+  /** Open VS Code's diff editor on two document URIs (`file:` URIs for files on disk). */
   diff(leftUri: string, rightUri: string, title: string): Promise<void>;
   /** The URI string of the active editor's document (the diff's right side when in a diff). */
   activeUri(): string | undefined;

@@ -217,6 +217,16 @@ export interface InitializeResult {
   serverInfo: ServerInfo;
 }
 
+/**
+ * A project instruction file the session's model reads (AGENTS.md and the like):
+ * ``chars`` of it, all unless ``truncated`` (the instructions are capped).
+ */
+export interface InstructionFile {
+  path: string;
+  chars: number;
+  truncated?: boolean;
+}
+
 export interface ItemCompleted {
   sessionId: string;
   turnId: string;
@@ -626,6 +636,7 @@ export interface SessionResumeResult {
   sessionId: string;
   session: SessionInfo;
   items: (UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem)[];
+  instructions?: InstructionFile[];
 }
 
 export interface SessionSetModeParams {
@@ -650,6 +661,7 @@ export interface SessionStartParams {
 
 export interface SessionStartResult {
   sessionId: string;
+  instructions?: InstructionFile[];
 }
 
 /**

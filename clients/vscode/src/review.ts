@@ -1,13 +1,19 @@
 /**
- * Edit review: a proposed file change opened in VS Code's diff editor. Both sides are virtual
- * documents read with the daemon's file-change request, so the diff shows exactly what the
- * approval would write; the diff editor's title bar approves or denies the call.
+ * Edit review: a proposed file change opened in VS Code's diff editor. Both sides are read
+ * with the daemon's file-change request, so the diff shows exactly what the approval would
+ * write; the diff editor's title bar approves or denies the call. The proposed side can be
+ * edited (the diff editor's per-hunk revert included): approved, the call then writes exactly
+ * the text the user left there.
  */
 import { splittable, type ApprovalBroker } from "./approvals";
 import type { Host } from "./host";
-import type { Decision } from "./protocol";
+import type { DaemonEvent, Decision } from "./protocol";
 
+/** The current side: read-only. */
 export const PROPOSAL_SCHEME = "turnstoned-proposal";
+/** The proposed side: editable, kept in memory. */
+export const PROPOSED_SCHEME = "turnstoned-proposed";
+const FILE_TOOLS = new Set(["write_file", "edit_file"]);
 
 export interface ProposalRef {
   sessionId: string;
@@ -25,17 +31,18 @@ export interface Proposal {
 /** Reads the whole proposed change of a pending call. */
 export type ProposalReader = (sessionId: string, callId: string) => Promise<Proposal>;
 
-/** `turnstoned-proposal:/abs/path.ts?session=…&call=…&side=new` */
+/** `turnstoned-proposal:/abs/path.ts?session=…&call=…&side=old` (`turnstoned-proposed:` for the new side) */
 export function proposalUri(ref: ProposalRef): string {
   const path = ref.path.startsWith("/") ? ref.path : `/${ref.path}`;
   const encodedPath = path.split("/").map(encodeURIComponent).join("/");
   const query = new URLSearchParams({ session: ref.sessionId, call: ref.callId, side: ref.side });
-  return `${PROPOSAL_SCHEME}:${encodedPath}?${query.toString()}`;
+  return `${ref.side === "new" ? PROPOSED_SCHEME : PROPOSAL_SCHEME}:${encodedPath}?${query.toString()}`;
 }
 
 export function parseProposalUri(uri: string): ProposalRef | null {
-  if (!uri.startsWith(`${PROPOSAL_SCHEME}:`)) return null;
-  const rest = uri.slice(PROPOSAL_SCHEME.length + 1);
+  const scheme = [PROPOSAL_SCHEME, PROPOSED_SCHEME].find((s) => uri.startsWith(`${s}:`));
+  if (!scheme) return null;
+  const rest = uri.slice(scheme.length + 1);
   const q = rest.indexOf("?");
   if (q < 0) return null;
   const query = new URLSearchParams(rest.slice(q + 1));
@@ -53,6 +60,10 @@ function basename(path: string): string {
 
 export class ReviewController {
   private readonly proposals = new Map<string, Promise<Proposal>>();
+  /** The `path` argument of each file call seen (the answer names the file as the call did). */
+  private readonly paths = new Map<string, string>();
+  /** The proposed side opened for a call, and the text it started with. */
+  private readonly proposed = new Map<string, { uri: string; text: string; path: string }>();
 
   constructor(
     private readonly host: Host,
@@ -63,6 +74,31 @@ export class ReviewController {
     broker.onChange((change) => {
       if (change.kind === "cleared") this.forgetCycle(change.cycleId);
     });
+    broker.amend = (callId) => this.editedArguments(callId);
+  }
+
+  /** Item notifications: the path each file call was given. */
+  observe(event: DaemonEvent): void {
+    if (event.method !== "item/started" && event.method !== "item/completed") return;
+    const item = event.params.item;
+    if (item.type !== "toolCall" || !FILE_TOOLS.has(item.tool)) return;
+    try {
+      const path = (JSON.parse(item.arguments ?? "{}") as { path?: unknown }).path;
+      if (typeof path === "string") this.paths.set(item.callId, path);
+    } catch { /* no arguments to read */ }
+    if (event.method === "item/completed") this.paths.delete(item.callId);
+  }
+
+  /**
+   * The call's arguments when the user changed its proposed side: the file's whole final text
+   * under the path the call named (the daemon writes exactly that, for edit_file too).
+   */
+  editedArguments(callId: string): Record<string, unknown> | undefined {
+    const shown = this.proposed.get(callId);
+    if (!shown) return undefined;
+    const text = this.host.documentText(shown.uri);
+    if (text === undefined || text === shown.text) return undefined;
+    return { path: this.paths.get(callId) ?? shown.path, content: text };
   }
 
   /** The diffs opened for each pending cycle, closed when the cycle ends. */
@@ -71,6 +107,7 @@ export class ReviewController {
   private forgetCycle(cycleId: string): void {
     for (const { key, uri } of this.opened.get(cycleId) ?? []) {
       this.proposals.delete(key);
+      this.proposed.delete(key.slice(key.indexOf("/") + 1));
       void this.host.closeEditorsOf(uri);
     }
     this.opened.delete(cycleId);
@@ -107,6 +144,7 @@ export class ReviewController {
     const left = proposalUri({ sessionId, callId, path: proposal.path, side: "old" });
     const right = proposalUri({ sessionId, callId, path: proposal.path, side: "new" });
     const cycle = this.broker.cycleOfCall(callId);
+    if (!this.proposed.has(callId)) this.proposed.set(callId, { uri: right, text: proposal.newText, path: proposal.path });
     if (cycle) {
       const list = this.opened.get(cycle.cycleId) ?? [];
       list.push({ key: `${sessionId}/${callId}`, uri: right });

@@ -1,5 +1,7 @@
 /** The extension's settings, typed in one place; their defaults live in package.json. */
 import manifest from "../package.json";
+import { isMode } from "./messages/modes";
+import type { ApprovalMode } from "./protocol";
 
 export type LogLevel = "DEBUG" | "INFO" | "WARNING" | "ERROR";
 
@@ -14,6 +16,8 @@ export interface Settings {
   baseUrl: string;
   logLevel: LogLevel;
   skipPermissions: boolean;
+  /** The approval mode new chats start in; null leaves it to the daemon's `[approvals] mode`. */
+  approvalMode: ApprovalMode | null;
 }
 
 const SECTION = "turnstoned";
@@ -43,6 +47,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
   const args = get("args");
   const level = get("logLevel");
   const skip = get("skipPermissions");
+  const mode = get("approvalMode");
   return {
     command: str(get("command"), "command") || "turnstoned",
     args: Array.isArray(args) ? args.filter((a): a is string => typeof a === "string") : [],
@@ -50,6 +55,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
     baseUrl: str(get("baseUrl"), "baseUrl"),
     logLevel: LOG_LEVELS.includes(level as LogLevel) ? (level as LogLevel) : (manifestDefault("logLevel") as LogLevel),
     skipPermissions: typeof skip === "boolean" ? skip : manifestDefault("skipPermissions") === true,
+    approvalMode: isMode(mode) ? mode : null,
   };
 }
 

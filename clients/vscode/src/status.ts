@@ -1,6 +1,10 @@
-/** The status bar item: daemon state, model, MCP servers connected, context fill. */
+/** The status bar items: daemon state, model, MCP servers connected, context fill; the approval mode. */
 import type { DaemonState } from "./daemon";
+import type { PickItem } from "./host";
 import { mcpSummary } from "./mcp";
+import type { ModeInfo } from "./messages/chat";
+import { MODE_ICONS, MODE_LABELS, MODES, modeDescription } from "./messages/modes";
+import type { ApprovalMode, SandboxHealth } from "./protocol";
 
 export interface StatusView {
   text: string;
@@ -32,10 +36,38 @@ export function statusView(state: DaemonState, context: ContextFill | null = nul
         `model: ${h.model ?? "none configured"}`,
         h.configError ? `config error: ${h.configError}` : "",
         `MCP: ${h.mcp.connected ?? 0} of ${h.mcp.servers ?? 0} servers connected, ${h.mcp.tools ?? 0} tools`,
+        sandboxLine(h.sandbox ?? null),
         context ? `context: ${context.tokens} of ${context.window} tokens` : "",
         `sessions: ${h.sessions}, running turns: ${h.runningTurns ?? 0}`,
       ].filter(Boolean).join("\n");
       return { text: `$(${h.configError ? "warning" : "comment-discussion"}) ${parts.join(" · ")}`, tooltip };
     }
   }
+}
+
+/** How commands are confined on this machine (daemon/health's `sandbox`, 1.9). */
+export function sandboxLine(sandbox: SandboxHealth | null): string {
+  if (!sandbox) return "";
+  return sandbox.available
+    ? `sandbox: on${sandbox.detail ? ` (${sandbox.detail})` : ""}`
+    : `sandbox: none, so commands ask in auto mode${sandbox.detail ? ` (${sandbox.detail})` : ""}`;
+}
+
+/** The approval mode's status bar item: the chat's session's mode, or the next chat's. */
+export function modeStatus(info: ModeInfo): StatusView {
+  const label = info.mode ? MODE_LABELS[info.mode] : "Default";
+  const icon = info.mode ? MODE_ICONS[info.mode] : "shield";
+  const what = info.mode ? modeDescription(info.mode, info.sandbox) : "The daemon's configured mode ([approvals] mode).";
+  const whose = info.pending ? "The next chat starts in this mode" : "This chat's approval mode";
+  return { text: `$(${icon}) ${label}`, tooltip: `${whose}: ${label}. ${what}\nClick to change it.` };
+}
+
+/** The quick pick of modes, the current one marked. */
+export function modePickItems(info: ModeInfo): PickItem<ApprovalMode>[] {
+  return MODES.map((mode) => ({
+    label: `$(${MODE_ICONS[mode]}) ${MODE_LABELS[mode]}`,
+    description: mode === info.mode ? "current" : "",
+    detail: modeDescription(mode, info.sandbox),
+    value: mode,
+  }));
 }

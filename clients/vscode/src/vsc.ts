@@ -45,6 +45,54 @@ class TreeProvider implements vscode.TreeDataProvider<TreeNode> {
 }
 
 /**
+ * Documents the user may edit without anything being written: the first read asks `provide`,
+ * a save keeps the text in memory. The diff editor's per-hunk revert works on them.
+ */
+class EditableDocuments implements vscode.FileSystemProvider {
+  private readonly files = new Map<string, { data: Uint8Array; mtime: number }>();
+  private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.changed.event;
+  constructor(private readonly provide: (uri: string) => Promise<string>) {}
+
+  private async file(uri: vscode.Uri): Promise<{ data: Uint8Array; mtime: number }> {
+    const key = uri.toString();
+    let file = this.files.get(key);
+    if (!file) {
+      let text: string;
+      try {
+        text = await this.provide(uri.toString(true));
+      } catch {
+        throw vscode.FileSystemError.FileNotFound(uri);
+      }
+      file = { data: new TextEncoder().encode(text), mtime: Date.now() };
+      this.files.set(key, file);
+    }
+    return file;
+  }
+
+  forget(uri: vscode.Uri): void { this.files.delete(uri.toString()); }
+  watch(): vscode.Disposable { return new vscode.Disposable(() => undefined); }
+  async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
+    const file = await this.file(uri);
+    return { type: vscode.FileType.File, ctime: file.mtime, mtime: file.mtime, size: file.data.byteLength };
+  }
+  readDirectory(): [string, vscode.FileType][] { return []; }
+  createDirectory(uri: vscode.Uri): void { throw vscode.FileSystemError.NoPermissions(uri); }
+  async readFile(uri: vscode.Uri): Promise<Uint8Array> { return (await this.file(uri)).data; }
+  writeFile(uri: vscode.Uri, content: Uint8Array): void {
+    this.files.set(uri.toString(), { data: content, mtime: Date.now() });
+    this.changed.fire([{ type: vscode.FileChangeType.Changed, uri }]);
+  }
+  delete(uri: vscode.Uri): void { throw vscode.FileSystemError.NoPermissions(uri); }
+  rename(uri: vscode.Uri): void { throw vscode.FileSystemError.NoPermissions(uri); }
+}
+
+/** The same resource whatever way its URI string was written (encoded or not). */
+function sameUri(a: vscode.Uri, b: string): boolean {
+  return a.toString() === vscode.Uri.parse(b).toString();
+}
+
+/**
  * What vscode-languageclient writes its protocol trace to. It traces only while that channel's
  * log level is Trace; this view of the output channel reports Trace exactly when the
  * `turnstoned.trace.server` setting is not "off", so the setting alone turns the trace on.
@@ -169,7 +217,10 @@ export function createHost(context: vscode.ExtensionContext): Host {
   const trace = traceChannel(output, context);
   const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   status.show();
-  context.subscriptions.push(output, status);
+  const modeStatus = vscode.window.createStatusBarItem("turnstoned.mode", vscode.StatusBarAlignment.Right, 99);
+  modeStatus.name = "turnstoned approval mode";
+  const editable: EditableDocuments[] = [];
+  context.subscriptions.push(output, status, modeStatus);
   const config = () => vscode.workspace.getConfiguration(SETTINGS_SECTION);
   const activeFolder = (): Folder | undefined => {
     const first = vscode.workspace.workspaceFolders?.[0];
@@ -201,6 +252,16 @@ export function createHost(context: vscode.ExtensionContext): Host {
     },
     openSettings: (query) => void vscode.commands.executeCommand("workbench.action.openSettings", query),
     setStatus: (text, tooltip, command) => { status.text = text; status.tooltip = tooltip; status.command = command; },
+    setModeStatus: (text, tooltip, command) => {
+      if (text === null) {
+        modeStatus.hide();
+        return;
+      }
+      modeStatus.text = text;
+      modeStatus.tooltip = tooltip;
+      modeStatus.command = command;
+      modeStatus.show();
+    },
     startDaemon: (launch, cwd, hooks) => startLanguageClient(output, trace, launch, cwd, hooks),
     registerCommand: (id, run) => context.subscriptions.push(vscode.commands.registerCommand(id, run)),
     registerChatView: (provider) => chatView(context, provider),
@@ -214,6 +275,13 @@ export function createHost(context: vscode.ExtensionContext): Host {
         provideTextDocumentContent: (uri) => provide(uri.toString(true)),
       }));
     },
+    registerEditableDocuments: (scheme, provide) => {
+      const provider = new EditableDocuments(provide);
+      editable.push(provider);
+      context.subscriptions.push(vscode.workspace.registerFileSystemProvider(scheme, provider, { isCaseSensitive: true }));
+    },
+    documentText: (uri) => vscode.workspace.textDocuments.find((d) => sameUri(d.uri, uri))?.getText(),
+    showDocument: async (uri) => { await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: true }); },
     openPreviewPanel: (kind, title, hooks) => previewPanel(context, kind, title, hooks),
     openExternal: (url) => void vscode.env.openExternal(vscode.Uri.parse(url)),
     openFile: async (path) => { await vscode.window.showTextDocument(vscode.Uri.file(path), { preview: true }); },
@@ -243,8 +311,11 @@ export function createHost(context: vscode.ExtensionContext): Host {
       return vscode.window.activeTextEditor?.document.uri.toString(true);
     },
     closeEditorsOf: async (uri) => {
-      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString(true) === uri);
+      // An edited proposal is saved (into memory) first, so closing it asks nothing.
+      for (const doc of vscode.workspace.textDocuments) if (doc.isDirty && sameUri(doc.uri, uri)) await doc.save();
+      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputTextDiff && sameUri(t.input.modified, uri));
       if (tabs.length) await vscode.window.tabGroups.close(tabs);
+      for (const provider of editable) provider.forget(vscode.Uri.parse(uri));
     },
   };
   return host;

@@ -3,10 +3,12 @@
  * requests and history items. No DOM here, so it is tested in Node.
  */
 import type { DaemonEvent } from "../protocol";
-import type { ApprovalRequestItem, ApprovalRequestParams, FileChange, Item, PreviewKind, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
+import type { ModeInfo, UndoInfo } from "../messages/chat";
+import type { ApprovalRequestItem, ApprovalRequestParams, ChangedFile, FileChange, FileChangeKind, Item, PreviewKind, SandboxUse, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
 import { errorHint } from "./hints";
 
-export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean }
+/** `turnId`: the turn the prompt started, when known (it can then be undone or rerun). */
+export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean; turnId: string | null }
 export interface TextEntry { kind: "agent" | "reasoning"; id: string; text: string; done: boolean }
 /** `headline` (a watch's name and reason, a notification's title) leads a long `text`. */
 export interface NoticeEntry { kind: "notice"; id: string; noticeKind: string; text: string; headline?: string }
@@ -24,6 +26,27 @@ export interface CompactionEntry {
 /** A preview the model opened from a tool call (the card offers to show it again). */
 export interface PreviewLink { previewId: string; title: string; kind: PreviewKind }
 export interface ErrorEntry { kind: "error"; id: string; errorKind: string; message: string; hint: string }
+
+/** One file a turn changed: still as the turn left it, kept by the user, or undone. */
+export interface ChangedFileState {
+  path: string;
+  kind: FileChangeKind;
+  binary: boolean;
+  status: "changed" | "kept" | "undone";
+}
+
+/** "Changes in this turn", at the end of a turn that changed files. */
+export interface ChangesEntry {
+  kind: "changes";
+  id: string;
+  turnId: string;
+  files: ChangedFileState[];
+  undoable: boolean;
+  note: string | null;
+}
+
+/** An undo (or a per-file undo) of one or more turns; Redo until it is redone. */
+export interface UndoEntry extends UndoInfo { kind: "undo"; id: string }
 
 /** The approval a tool card is waiting for. */
 export interface CardApproval {
@@ -73,9 +96,13 @@ export interface ToolEntry {
   grantRules: string[] | null;
   /** The tool policy that made it ask. */
   policy: string | null;
+  /** How a command runs: in the sandbox, outside it, or escalated out of it (1.9). */
+  sandbox: SandboxUse | null;
+  /** Why the model asks to leave the sandbox (an escalation's approval). */
+  escalation: string | null;
 }
 
-export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry | CompactionEntry;
+export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry | CompactionEntry | ChangesEntry | UndoEntry;
 
 export interface ChatState {
   sessionId: string | null;
@@ -88,11 +115,13 @@ export interface ChatState {
   context: { tokens: number; window: number; estimated: boolean } | null;
   /** Pending approval cycles by id: the gated call ids of each. */
   cycles: Record<string, string[]>;
+  /** The approval mode of the session (or of the next one); null until the host says. */
+  mode: ModeInfo | null;
   seq: number;
 }
 
 export function emptyState(sessionId: string | null = null, title = ""): ChatState {
-  return { sessionId, title, entries: [], turnId: null, lastUsage: null, context: null, cycles: {}, seq: 0 };
+  return { sessionId, title, entries: [], turnId: null, lastUsage: null, context: null, cycles: {}, mode: null, seq: 0 };
 }
 
 function find<K extends Entry["kind"]>(list: Entry[], id: string, kind: K): Extract<Entry, { kind: K }> | undefined {
@@ -147,6 +176,8 @@ function toolEntry(item: ToolCallItem): ToolEntry {
     originalArguments: item.originalArguments ?? null,
     grantRules: null,
     policy: null,
+    sandbox: item.sandbox ?? null,
+    escalation: null,
     children: [],
     previews: [],
   };
@@ -160,12 +191,14 @@ function rate(card: ToolEntry, item: ApprovalRequestItem, judgePending: boolean)
   if (item.autoApproved) card.autoApproved = item.autoApproveReason ?? "approved automatically";
   card.grantRules = item.grantRules ?? null;
   card.policy = item.policy ?? null;
+  card.sandbox = item.sandbox ?? card.sandbox;
+  card.escalation = item.escalation ?? null;
 }
 
-function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] = state.entries): void {
+function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] = state.entries, turns: Record<string, string> = {}): void {
   switch (item.type) {
     case "userMessage":
-      list.push({ kind: "user", id: item.id, text: item.text, queued: false });
+      list.push({ kind: "user", id: item.id, text: item.text, queued: item.queued ?? false, turnId: turns[item.id] ?? null });
       return;
     case "agentMessage":
     case "reasoning": {
@@ -194,6 +227,7 @@ function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] =
         verdict: next.verdict ?? existing.verdict, judgeVerdict: next.judgeVerdict ?? existing.judgeVerdict,
         judging: !done && existing.judging, autoApproved: next.autoApproved ?? existing.autoApproved,
         grantRules: existing.grantRules, policy: existing.policy, children: existing.children, previews: existing.previews,
+        sandbox: next.sandbox ?? existing.sandbox, escalation: existing.escalation,
       });
       if (!done && !next.output) existing.output = streamed;
       if (done) existing.approval = null;
@@ -228,10 +262,10 @@ function compactionEntry(id: string, event: SessionCompacted): CompactionEntry {
   };
 }
 
-/** Redraw a session from `session/resume` history. */
-export function fromHistory(sessionId: string, title: string, items: Item[], running = false): ChatState {
+/** Redraw a session from `session/resume` history; `turns` maps prompts' item ids to their turns. */
+export function fromHistory(sessionId: string, title: string, items: Item[], running = false, turns: Record<string, string> = {}): ChatState {
   const state = emptyState(sessionId, title);
-  for (const item of items) upsertItem(state, item, true);
+  for (const item of items) upsertItem(state, item, true, state.entries, turns);
   state.turnId = running ? "(running)" : null;
   return state;
 }
@@ -290,8 +324,16 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
     case "session/usage":
       state.context = { tokens: event.params.contextTokens, window: event.params.contextWindow, estimated: event.params.estimated ?? false };
       break;
-    case "session/notice":
-      state.entries.push(noticeEntry(`notice-${++state.seq}`, event.params.kind, event.params.text, event.params.data));
+    case "session/notice": {
+      const undo = event.params.kind === "undo" || event.params.kind === "redo" ? undoOfNotice(event.params) : null;
+      if (undo && event.params.kind === "undo") applyUndo(state, undo);
+      else if (undo) redone(state, undo.undoId, undo.restored);
+      else state.entries.push(noticeEntry(`notice-${++state.seq}`, event.params.kind, event.params.text, event.params.data));
+      break;
+    }
+    case "session/modeChanged":
+      state.mode = { mode: event.params.mode, pending: false, sandbox: state.mode?.sandbox ?? null };
+      state.entries.push({ kind: "notice", id: `notice-${++state.seq}`, noticeKind: "mode", text: `Approval mode: ${event.params.previous} → ${event.params.mode}` });
       break;
     case "session/compacted":
       state.entries.push(compactionEntry(`compacted-${++state.seq}`, event.params));
@@ -317,6 +359,10 @@ function completeTurn(state: ChatState, done: Extract<DaemonEvent, { method: "tu
     if (entry.kind === "tool") entry.approval = null;
   }
   state.cycles = {};
+  const checkpoint = done.checkpoint;
+  if (checkpoint && (checkpoint.files?.length || (checkpoint.undoable === false && checkpoint.note))) {
+    applyChanges(state, done.turnId, checkpoint.files ?? [], checkpoint.undoable ?? true, checkpoint.note ?? null);
+  }
   if (done.error && done.error.kind !== "interrupted") {
     state.entries.push({ kind: "error", id: `error-${++state.seq}`, errorKind: done.error.kind, message: done.error.message, hint: errorHint(done.error.kind) });
   } else if (done.status === "interrupted") {
@@ -396,16 +442,75 @@ export function decideCall(state: ChatState, cycleId: string, callId: string, de
 }
 
 /** The user's own message, shown as it is sent (the daemon echoes it only in history). */
-export function addUserMessage(state: ChatState, text: string, queued: boolean): ChatState {
-  state.entries.push({ kind: "user", id: `user-${++state.seq}`, text, queued });
+export function addUserMessage(state: ChatState, text: string, queued: boolean, turnId: string | null = null): ChatState {
+  state.entries.push({ kind: "user", id: `user-${++state.seq}`, text, queued, turnId });
   return state;
 }
 
 /** The daemon took the message: say whether it waits for the running turn's next step. */
-export function confirmUserMessage(state: ChatState, text: string, queued: boolean): ChatState {
+export function confirmUserMessage(state: ChatState, text: string, queued: boolean, turnId?: string): ChatState {
   const mine = [...state.entries].reverse().find((e): e is UserEntry => e.kind === "user" && e.text === text);
-  if (!mine) return addUserMessage(state, text, queued);
+  if (!mine) return addUserMessage(state, text, queued, queued ? null : turnId ?? null);
   mine.queued = queued;
+  if (turnId && !queued) mine.turnId = turnId;
+  return state;
+}
+
+/** A turn's changes; a second report of the same turn replaces the first (files keep their status). */
+export function applyChanges(state: ChatState, turnId: string, files: ChangedFile[], undoable: boolean, note: string | null): ChatState {
+  const old = state.entries.find((e): e is ChangesEntry => e.kind === "changes" && e.turnId === turnId);
+  const status = new Map(old?.files.map((f) => [f.path, f.status]));
+  const entry: ChangesEntry = {
+    kind: "changes", id: `changes-${turnId}`, turnId, undoable, note,
+    files: files.map((f) => ({ path: f.path, kind: f.kind, binary: f.binary ?? false, status: status.get(f.path) ?? "changed" })),
+  };
+  // A workspace that cannot be checkpointed says so once, not after every turn.
+  if (!files.length && state.entries.some((e) => e.kind === "changes" && !e.files.length && e.note === note)) return state;
+  if (old) state.entries.splice(state.entries.indexOf(old), 1, entry);
+  else state.entries.push(entry);
+  return state;
+}
+
+/** The user keeps a file as the turn left it (nothing is sent: the buttons go). */
+export function keepFile(state: ChatState, turnId: string, path: string): ChatState {
+  const file = state.entries.find((e): e is ChangesEntry => e.kind === "changes" && e.turnId === turnId)?.files.find((f) => f.path === path);
+  if (file?.status === "changed") file.status = "kept";
+  return state;
+}
+
+function undoOfNotice(notice: SessionNotice): UndoInfo | null {
+  const d = notice.data ?? {};
+  if (typeof d.undoId !== "string") return null;
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  return { undoId: d.undoId, turnIds: strings(d.turnIds), restored: strings(d.restored), kept: [], rewound: d.rewound === true, redone: false };
+}
+
+/** The changes entries of these turns, whose files an undo or redo touched. */
+function filesOf(state: ChatState, turnIds: readonly string[]): ChangedFileState[] {
+  return state.entries.filter((e): e is ChangesEntry => e.kind === "changes" && turnIds.includes(e.turnId)).flatMap((e) => e.files);
+}
+
+/** An undo happened (told by the host or the daemon's notice; once per undoId). */
+export function applyUndo(state: ChatState, undo: UndoInfo): ChatState {
+  const existing = state.entries.find((e): e is UndoEntry => e.kind === "undo" && e.undoId === undo.undoId);
+  if (existing) {
+    // The host's account has the kept files; the notice's does not.
+    if (undo.kept.length) existing.kept = undo.kept;
+    if (undo.redone) redone(state, undo.undoId);
+    return state;
+  }
+  state.entries.push({ kind: "undo", id: `undo-${undo.undoId}`, ...undo, turnIds: [...undo.turnIds], restored: [...undo.restored], kept: [...undo.kept] });
+  if (!undo.redone) for (const f of filesOf(state, undo.turnIds)) if (undo.restored.includes(f.path)) f.status = "undone";
+  return state;
+}
+
+/** The undo was redone: its files are as the turns left them again. */
+export function redone(state: ChatState, undoId: string, restored: readonly string[] = []): ChatState {
+  const entry = state.entries.find((e): e is UndoEntry => e.kind === "undo" && e.undoId === undoId);
+  if (!entry || entry.redone) return state;
+  entry.redone = true;
+  const back = new Set([...entry.restored, ...restored]);
+  for (const f of filesOf(state, entry.turnIds)) if (back.has(f.path) && f.status === "undone") f.status = "changed";
   return state;
 }
 

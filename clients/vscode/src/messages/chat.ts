@@ -1,5 +1,5 @@
 /** Messages between the extension host and the chat webview. */
-import type { ApprovalRequestParams, DaemonEvent, Decision, Item } from "../protocol";
+import type { ApprovalMode, ApprovalRequestParams, ChangedFile, DaemonEvent, Decision, Item, SandboxHealth } from "../protocol";
 
 /** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
 export interface CallAnswer {
@@ -26,8 +26,43 @@ export interface Attachment {
 
 export type DaemonState = "starting" | "ready" | "stopped";
 
+/** What the daemon can do, as far as the page cares (absent fields: it cannot). */
+export interface PageFeatures {
+  perCallDecisions: boolean;
+  editReview: boolean;
+  editArguments: boolean;
+  /** Approval modes and the sandbox (1.9). */
+  approvalModes?: boolean;
+  /** Checkpoints, undo, redo and fork (1.10). */
+  checkpoints?: boolean;
+}
+
+/**
+ * The approval mode the chat's session is in; `pending` when no session exists yet and it is
+ * the mode the next one starts in (null: the daemon's configured default).
+ */
+export interface ModeInfo {
+  mode: ApprovalMode | null;
+  pending: boolean;
+  sandbox: SandboxHealth | null;
+}
+
+/** An undo the chat shows (with Redo until it is redone). */
+export interface UndoInfo {
+  undoId: string;
+  turnIds: string[];
+  restored: string[];
+  kept: string[];
+  rewound: boolean;
+  redone: boolean;
+}
+
+/** How an earlier prompt runs again: in this chat (rewound) or in a new one (forked). */
+export type Rerun = "rewind" | "fork";
+
 export type ToWebview =
-  | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean }
+  /** `turns` maps history's userMessage item ids to the turns they started, where known. */
+  | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean; turns?: Record<string, string> }
   | { type: "session"; sessionId: string }
   | { type: "event"; event: DaemonEvent }
   | { type: "approval"; cycle: ApprovalRequestParams }
@@ -35,8 +70,12 @@ export type ToWebview =
   | { type: "callDecided"; cycleId: string; callId: string; decision: Decision }
   | { type: "attach"; attachment: Attachment }
   | { type: "daemon"; state: DaemonState; message?: string }
-  | { type: "features"; perCallDecisions: boolean; editReview: boolean; editArguments: boolean }
-  | { type: "sent"; text: string; queued: boolean }
+  | ({ type: "features" } & PageFeatures)
+  | ({ type: "mode" } & ModeInfo)
+  /** What a turn changed (redrawn history has no turn/completed to carry it). */
+  | { type: "changes"; turnId: string; files: ChangedFile[]; undoable: boolean; note: string | null }
+  | ({ type: "undone" } & UndoInfo)
+  | { type: "sent"; text: string; queued: boolean; turnId?: string }
   | { type: "sendFailed"; text: string; message: string };
 
 export type FromWebview =
@@ -50,4 +89,12 @@ export type FromWebview =
   | { type: "insert"; text: string }
   | { type: "newChat" }
   | { type: "openPreview"; previewId: string }
-  | { type: "showOutput" };
+  | { type: "showOutput" }
+  | { type: "setMode"; mode: ApprovalMode }
+  /** A file of a turn's changes: its diff in the editor, or undo it alone. */
+  | { type: "showChange"; turnId: string; path: string }
+  | { type: "undoFile"; turnId: string; path: string }
+  | { type: "undoTurn"; turnId: string }
+  | { type: "redo"; undoId: string }
+  /** Run an earlier prompt again, edited. */
+  | { type: "rerun"; turnId: string; text: string; how: Rerun };

@@ -58,7 +58,12 @@ ${body}
 }
 
 export function chatHtml(src: PageSources): string {
-  return webviewPage(src, contentSecurityPolicy(src.cspSource, src.nonce), "turnstoned", `<div id="banner" hidden></div>
+  return webviewPage(src, contentSecurityPolicy(src.cspSource, src.nonce), "turnstoned", `<header id="chat-head" hidden>
+  <label for="mode">Approval mode</label>
+  <select id="mode" title="What runs without asking in this chat"></select>
+  <span id="sandbox-state"></span>
+</header>
+<div id="banner" hidden></div>
 <main id="transcript" aria-live="polite"></main>
 <footer id="composer">
   <div id="attachments"></div>

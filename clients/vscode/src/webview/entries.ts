@@ -1,13 +1,13 @@
 /** DOM for transcript entries: messages, reasoning, notices, errors, compactions and tool cards. */
-import type { CompactionEntry, Entry, ErrorEntry, NoticeEntry, TextEntry, ToolEntry, UserEntry } from "../chat/state";
+import type { ChangesEntry, CompactionEntry, Entry, ErrorEntry, NoticeEntry, TextEntry, ToolEntry, UndoEntry, UserEntry } from "../chat/state";
+import type { PageFeatures } from "../messages/chat";
+import type { SandboxUse } from "../protocol";
 import { h, setText, toggle } from "./dom";
 import { patchMarkdown } from "./markdown";
 
-/** What the page lets the user do on a card; decided by the daemon's features. */
-export interface CardFeatures {
-  perCallDecisions: boolean;
-  editReview: boolean;
-  editArguments: boolean;
+/** What the page lets the user do on a card: the daemon's features, and whether a turn runs. */
+export interface CardFeatures extends PageFeatures {
+  running?: boolean;
 }
 
 const DIFF_CLASS: [string, string][] = [["+++", "meta"], ["---", "meta"], ["@@", "hunk"], ["+", "add"], ["-", "del"]];
@@ -47,11 +47,24 @@ function once(node: HTMLElement, key: string, draw: () => void): void {
   draw();
 }
 
-function userNode(entry: UserEntry, node: HTMLElement): void {
-  once(node, `${entry.text}|${entry.queued}`, () => {
+/** A prompt; one that started a known turn can be edited and run again (rewound or forked). */
+function userNode(entry: UserEntry, node: HTMLElement, features: CardFeatures): void {
+  const rerun = Boolean(features.checkpoints && entry.turnId && !entry.queued);
+  once(node, `${entry.text}|${entry.queued}|${rerun}`, () => {
     node.replaceChildren(h("div", { class: "bubble" }, entry.text));
     if (entry.queued) node.append(h("div", { class: "queued" }, "queued: the model reads it at its next step"));
+    if (!rerun) return;
+    node.append(
+      h("div", { class: "user-actions" }, h("button", { class: "link", "data-action": "editPrompt", title: "Change this prompt and run it again" }, "Edit and rerun")),
+      h("div", { class: "rerun", hidden: true },
+        h("textarea", { class: "rerun-text", rows: "3" }, entry.text),
+        h("div", { class: "buttons" },
+          h("button", { "data-action": "rerun", "data-how": "rewind", title: "Undo this turn and the ones after it (files and conversation), then send the edited prompt here" }, "Rerun here"),
+          h("button", { class: "secondary", "data-action": "rerun", "data-how": "fork", title: "A new chat with the conversation before this prompt (the files put back as they were then), and the edited prompt sent there" }, "Rerun in a new chat"),
+          h("button", { class: "secondary", "data-action": "cancelRerun" }, "Cancel"))));
   });
+  const button = node.querySelector<HTMLButtonElement>("[data-action=editPrompt]");
+  if (button) button.disabled = Boolean(features.running);
 }
 
 function textNode(entry: TextEntry, node: HTMLElement): void {
@@ -117,6 +130,67 @@ function errorNode(entry: ErrorEntry, node: HTMLElement): void {
     ));
 }
 
+function basename(path: string): string {
+  return path.split("/").filter(Boolean).pop() ?? path;
+}
+
+function dirname(path: string): string {
+  const cut = path.lastIndexOf("/");
+  return cut > 0 ? path.slice(0, cut) : "";
+}
+
+const FILE_STATUS: Record<string, string> = { kept: "kept", undone: "undone" };
+
+/** "Changes in this turn": each file with Diff / Keep / Undo, and Undo turn for all of them. */
+function changesNode(entry: ChangesEntry, node: HTMLElement, features: CardFeatures): void {
+  const key = JSON.stringify([entry.files, entry.undoable, entry.note, features.running]);
+  once(node, key, () => {
+    const live = entry.files.filter((f) => f.status !== "undone");
+    const title = entry.files.length ? `Changes in this turn · ${entry.files.length} file${entry.files.length === 1 ? "" : "s"}` : "Changes in this turn";
+    const head = h("div", { class: "changes-head" }, h("span", { class: "changes-title" }, title));
+    if (entry.undoable && live.length) {
+      head.append(h("button", { class: "secondary", "data-action": "undoTurn", title: "Put every file back as it was before this turn (and the turns after it)", disabled: Boolean(features.running) }, "Undo turn"));
+    }
+    const rows = entry.files.map((f) => {
+      const row = h("li", { class: `changed-file status-${f.status}`, "data-path": f.path, title: f.path },
+        h("span", { class: `kind ${f.kind}` }, f.kind), " ",
+        h("span", { class: "file-name" }, basename(f.path)), " ",
+        h("span", { class: "file-dir" }, dirname(f.path)));
+      const actions = h("span", { class: "file-actions" });
+      if (!f.binary && f.status !== "undone") actions.append(h("button", { class: "link", "data-action": "showChange", title: "Open the turn's change in the diff editor" }, "Diff"));
+      if (f.status === "changed") {
+        actions.append(h("button", { class: "link", "data-action": "keepFile", title: "Keep the file as the turn left it" }, "Keep"));
+        if (entry.undoable) actions.append(h("button", { class: "link", "data-action": "undoFile", title: "Put this file alone back as it was before the turn", disabled: Boolean(features.running) }, "Undo"));
+      } else {
+        actions.append(h("span", { class: "file-status" }, FILE_STATUS[f.status] ?? f.status));
+      }
+      row.append(actions);
+      return row;
+    });
+    node.replaceChildren(head, ...(rows.length ? [h("ul", { class: "changed-files" }, ...rows)] : []));
+    if (entry.note) node.append(h("div", { class: "approval-note" }, entry.undoable ? entry.note : `Cannot be undone: ${entry.note}`));
+  });
+}
+
+/** An undo of turns (or of files): what came back, and Redo until it is redone. */
+function undoNode(entry: UndoEntry, node: HTMLElement, features: CardFeatures): void {
+  once(node, JSON.stringify([entry.restored, entry.kept, entry.redone, entry.rewound, features.running]), () => {
+    const turns = entry.turnIds.length === 1 ? "1 turn" : `${entry.turnIds.length} turns`;
+    const files = entry.restored.length ? `${entry.restored.length} file${entry.restored.length === 1 ? "" : "s"} restored (${entry.restored.map(basename).join(", ")})` : "no files needed restoring";
+    const parts = [`Undid ${turns}: ${files}`];
+    if (entry.kept.length) parts.push(`your version kept: ${entry.kept.map(basename).join(", ")}`);
+    if (entry.rewound) parts.push("conversation rewound");
+    node.replaceChildren(h("span", { class: "notice-kind" }, entry.redone ? "redone" : "undo"), " ", parts.join(" · "));
+    if (!entry.redone) node.append(" ", h("button", { class: "secondary", "data-action": "redo", "data-undo": entry.undoId, title: "Bring back what this undo took back", disabled: Boolean(features.running) }, "Redo"));
+  });
+}
+
+const SANDBOX_WORDS: Record<SandboxUse, [string, string]> = {
+  sandboxed: ["sandboxed", "Runs in the sandbox: it writes only the workspace and its temp dir, reads no credentials and reaches no network"],
+  unsandboxed: ["unsandboxed", "Runs outside the sandbox, with your permissions"],
+  escalated: ["outside the sandbox", "Runs outside the sandbox because the model asked to leave it"],
+};
+
 function part(node: HTMLElement, cls: string, make: () => HTMLElement): HTMLElement {
   return node.querySelector<HTMLElement>(`:scope > .${cls}`) ?? node.appendChild(make());
 }
@@ -132,7 +206,11 @@ function approvalPanel(entry: ToolEntry, features: CardFeatures): HTMLElement | 
     return panel;
   }
   if (entry.error) panel.append(h("div", { class: "approval-error" }, entry.error));
+  if (entry.escalation) {
+    panel.append(h("div", { class: "escalation" }, h("strong", {}, "Asks to run outside the sandbox"), h("div", { class: "escalation-reason" }, entry.escalation)));
+  }
   if (entry.policy) panel.append(h("div", { class: "approval-note" }, `Asked because of a policy: ${entry.policy}`));
+  if (entry.tool === PLAN_TOOL) return planPanel(panel);
   const always = alwaysButton(entry, approval.label);
   const buttons = h("div", { class: "buttons" },
     h("button", { "data-action": "approve", title: "Run this" + scope }, "Approve" + scope),
@@ -156,6 +234,33 @@ function approvalPanel(entry: ToolEntry, features: CardFeatures): HTMLElement | 
       h("button", { "data-action": "runEdited", title: "Run the edited call (the daemon checks it again)" }, "Run edited")));
   }
   return panel;
+}
+
+const PLAN_TOOL = "propose_plan";
+
+/** A plan is approved or sent back with what should change; approving it switches to auto. */
+function planPanel(panel: HTMLElement): HTMLElement {
+  panel.classList.add("plan-approval");
+  panel.append(
+    h("div", { class: "plan-question" }, "Approve this plan? The session then switches to auto mode and the model carries it out."),
+    h("div", { class: "buttons" },
+      h("button", { "data-action": "approve", title: "Approve the plan; the model carries it out in auto mode" }, "Approve plan"),
+      h("button", { class: "secondary", "data-action": "deny", title: "Send the plan back; the model reads your feedback and proposes again" }, "Revise")),
+    h("input", { class: "feedback", type: "text", placeholder: "What should change? (the model revises the plan)" }));
+  return panel;
+}
+
+/** The plan a propose_plan call shows, as markdown. */
+function planPart(entry: ToolEntry, node: HTMLElement): void {
+  const isPlan = entry.tool === PLAN_TOOL && entry.preview !== "";
+  const old = node.querySelector<HTMLElement>(":scope > .plan");
+  if (!isPlan) {
+    old?.remove();
+    return;
+  }
+  const box = old ?? h("div", { class: "plan" }, h("div", { class: "md" }));
+  if (!old) (node.querySelector(":scope > .preview") ?? node.querySelector(":scope > .card-head"))?.after(box);
+  once(box, entry.preview, () => patchMarkdown(box.querySelector<HTMLElement>(".md")!, entry.preview));
 }
 
 function percent(value: number | undefined): string {
@@ -272,8 +377,16 @@ function agentPart(entry: ToolEntry, node: HTMLElement, features: CardFeatures):
 
 function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): void {
   node.className = `entry tool status-${entry.approval ? "asking" : entry.status}${entry.isError ? " is-error" : ""}`;
-  const head = part(node, "card-head", () => h("div", { class: "card-head" }, h("span", { class: "dot" }), h("span", { class: "header" }), h("span", { class: "status" })));
+  const head = part(node, "card-head", () => h("div", { class: "card-head" }, h("span", { class: "dot" }), h("span", { class: "header" }), h("span", { class: "sandbox", hidden: true }), h("span", { class: "status" })));
   setText(head.querySelector(".header")!, entry.header);
+  const badge = head.querySelector<HTMLElement>(".sandbox")!;
+  const words = entry.sandbox ? SANDBOX_WORDS[entry.sandbox] : undefined;
+  toggle(badge, Boolean(words));
+  if (words) {
+    badge.className = `sandbox sandbox-${entry.sandbox}`;
+    setText(badge, words[0]);
+    badge.title = words[1];
+  }
   setText(head.querySelector(".status")!, entry.decision && !entry.approval ? `${statusWord(entry)} · ${entry.decision}` : statusWord(entry));
   verdictPart(entry, node);
   const preview = part(node, "preview", () => h("pre", { class: "preview" }));
@@ -281,7 +394,8 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   // A one-line preview the header already shows (a bash command) is not repeated, and the
   // coloured diff of a file change replaces its plain-text preview.
   const repeated = entry.header.includes(entry.preview) && !entry.preview.includes("\n");
-  toggle(preview, entry.preview !== "" && !repeated && !entry.fileChange);
+  toggle(preview, entry.preview !== "" && !repeated && !entry.fileChange && entry.tool !== PLAN_TOOL);
+  planPart(entry, node);
   const output = part(node, "output", () => h("details", { class: "output" }, h("summary", {}, "Output"), h("pre", {})));
   const text = entry.output.length > OUTPUT_TAIL ? `…\n${entry.output.slice(-OUTPUT_TAIL)}` : entry.output;
   setText(output.querySelector("pre")!, text);
@@ -295,7 +409,7 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
   fileChangePart(entry, node);
   previewsPart(entry, node);
   agentPart(entry, node, features);
-  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}|${features.editArguments}|${entry.grantRules?.join(",")}|${entry.policy}` : "";
+  const key = entry.approval ? `${entry.approval.cycleId}|${entry.approval.lead}|${entry.approval.split}|${entry.error}|${features.editReview}|${features.editArguments}|${entry.grantRules?.join(",")}|${entry.policy}|${entry.escalation}` : "";
   const old = node.querySelector<HTMLElement>(":scope > .approval");
   if ((old?.getAttribute("data-key") ?? "") !== key) {
     old?.remove();
@@ -311,13 +425,15 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
 export function drawEntry(entry: Entry, node: HTMLElement | undefined, features: CardFeatures): HTMLElement {
   const el = node ?? h("div", { class: `entry ${entry.kind}`, "data-id": entry.id });
   switch (entry.kind) {
-    case "user": userNode(entry, el); break;
+    case "user": userNode(entry, el, features); break;
     case "agent":
     case "reasoning": textNode(entry, el); break;
     case "notice": noticeNode(entry, el); break;
     case "error": errorNode(entry, el); break;
     case "tool": toolNode(entry, el, features); break;
     case "compaction": compactionNode(entry, el); break;
+    case "changes": changesNode(entry, el, features); break;
+    case "undo": undoNode(entry, el, features); break;
   }
   return el;
 }

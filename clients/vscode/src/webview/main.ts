@@ -2,7 +2,9 @@
 import type { ApprovalAnswer } from "../messages/chat";
 import { composePrompt } from "../messages/attachments";
 import type { Attachment, FromWebview, ToWebview } from "../messages/chat";
-import { addUserMessage, applyApproval, applyEvent, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, walk, type ChatState, type ToolEntry } from "../chat/state";
+import { addUserMessage, applyApproval, applyChanges, applyEvent, applyUndo, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, keepFile, walk, type ChangesEntry, type ChatState, type ToolEntry } from "../chat/state";
+import type { PageFeatures, Rerun } from "../messages/chat";
+import { MODE_LABELS, MODES, isMode, modeDescription } from "../messages/modes";
 import type { Decision } from "../protocol";
 import { h, setText, toggle } from "./dom";
 import { drawList, editedArguments, type CardFeatures } from "./entries";
@@ -21,9 +23,12 @@ const sendButton = $<HTMLButtonElement>("send");
 const stopButton = $<HTMLButtonElement>("stop");
 const banner = $<HTMLElement>("banner");
 const chips = $<HTMLElement>("attachments");
+const head = $<HTMLElement>("chat-head");
+const modeSelect = $<HTMLSelectElement>("mode");
+const sandboxState = $<HTMLElement>("sandbox-state");
 
 let state: ChatState = emptyState();
-let features: CardFeatures = { perCallDecisions: false, editReview: false, editArguments: false };
+let features: PageFeatures = { perCallDecisions: false, editReview: false, editArguments: false };
 let attachments: Attachment[] = [];
 let scheduled = false;
 /** The next draw scrolls to the end whatever was in sight (the user just sent something). */
@@ -44,10 +49,31 @@ function draw(): void {
   const stick = toEnd || transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
   toEnd = false;
   if (state.entries.length) transcript.querySelector(":scope > .empty")?.remove();
-  drawList(transcript, state.entries, features);
+  const card: CardFeatures = { ...features, running: state.turnId !== null };
+  drawList(transcript, state.entries, card);
   if (!state.entries.length) transcript.replaceChildren(h("div", { class: "empty" }, "Ask about this workspace, or add a selection or file to the chat from the editor’s context menu."));
   drawComposer();
+  drawHead();
   if (stick) transcript.scrollTop = transcript.scrollHeight;
+}
+
+/** The mode picker: the session's approval mode (or the next session's), and the sandbox. */
+function drawHead(): void {
+  const info = state.mode;
+  toggle(head, Boolean(features.approvalModes && info));
+  if (!info) return;
+  const value = info.mode ?? "";
+  const wanted = [...(info.mode ? [] : [""]), ...MODES].join(",");
+  if ([...modeSelect.options].map((o) => o.value).join(",") !== wanted) {
+    modeSelect.replaceChildren(...(info.mode ? [] : [h("option", { value: "" }, "Default (config)")]),
+      ...MODES.map((m) => h("option", { value: m, title: modeDescription(m, info.sandbox) }, MODE_LABELS[m])));
+  }
+  if (modeSelect.value !== value) modeSelect.value = value;
+  modeSelect.title = `${info.pending ? "The next chat starts in this mode. " : ""}${info.mode ? modeDescription(info.mode, info.sandbox) : "The daemon's configured mode ([approvals] mode)."}`;
+  const sandbox = info.sandbox;
+  setText(sandboxState, sandbox ? (sandbox.available ? "sandbox on" : "no sandbox") : "");
+  sandboxState.className = sandbox ? (sandbox.available ? "sandbox-on" : "sandbox-off") : "";
+  sandboxState.title = sandbox ? (sandbox.available ? `Commands in auto mode run in the sandbox. ${sandbox.detail ?? ""}` : `No sandbox on this machine: commands ask in auto mode. ${sandbox.detail ?? ""}`).trim() : "";
 }
 
 function drawComposer(): void {
@@ -73,23 +99,31 @@ function showBanner(text: string | null, withOutput = false): void {
 
 function receive(message: ToWebview): void {
   switch (message.type) {
-    case "reset":
-      state = message.sessionId ? fromHistory(message.sessionId, message.title, message.items, message.running) : emptyState();
+    case "reset": {
+      const mode = state.mode;
+      state = message.sessionId ? fromHistory(message.sessionId, message.title, message.items, message.running, message.turns) : emptyState();
+      state.mode = mode;
       break;
+    }
+    case "mode": state.mode = { mode: message.mode, pending: message.pending, sandbox: message.sandbox }; break;
+    case "changes": state = applyChanges(state, message.turnId, message.files, message.undoable, message.note); break;
+    case "undone": state = applyUndo(state, message); break;
     case "event": state = applyEvent(state, message.event); break;
     case "approval": state = applyApproval(state, message.cycle, features.perCallDecisions); break;
     case "approvalCleared": state = clearCycle(state, message.cycleId, message.decision, message.calls); break;
     case "callDecided": state = decideCall(state, message.cycleId, message.callId, message.decision); break;
     case "attach": attachments.push(message.attachment); input.focus(); break;
     case "session": state.sessionId = message.sessionId; break;
-    case "sent": state = confirmUserMessage(state, message.text, message.queued); break;
+    case "sent": state = confirmUserMessage(state, message.text, message.queued, message.turnId); break;
     case "sendFailed":
       state = dropUserMessage(state, message.text);
       if (state.turnId === STARTING) state.turnId = null;
       input.value ||= message.text;
       showBanner(message.message, true);
       break;
-    case "features": features = { perCallDecisions: message.perCallDecisions, editReview: message.editReview, editArguments: message.editArguments }; break;
+    case "features":
+      features = { perCallDecisions: message.perCallDecisions, editReview: message.editReview, editArguments: message.editArguments, approvalModes: message.approvalModes ?? false, checkpoints: message.checkpoints ?? false };
+      break;
     case "daemon":
       showBanner(message.state === "ready" ? null : message.message ?? (message.state === "starting" ? "Starting the daemon…" : "The daemon is not running."), message.state === "stopped");
       break;
@@ -119,6 +153,67 @@ function cardOf(el: Element): ToolEntry | undefined {
   // A task agent's cards are nested in its call's card.
   for (const e of walk(state.entries)) if (e.kind === "tool" && e.id === id) return e;
   return undefined;
+}
+
+/** The changes entry a button is in, and the file of its row (if any). */
+function changeOf(el: Element): { turnId: string; path: string | undefined } | undefined {
+  const id = el.closest<HTMLElement>(".entry.changes")?.dataset.id;
+  const entry = state.entries.find((e): e is ChangesEntry => e.kind === "changes" && e.id === id);
+  if (!entry) return undefined;
+  return { turnId: entry.turnId, path: el.closest<HTMLElement>("li[data-path]")?.dataset.path };
+}
+
+/** The turn a prompt's button belongs to. */
+function promptTurn(el: Element): string | null {
+  const id = el.closest<HTMLElement>(".entry.user")?.dataset.id;
+  const entry = state.entries.find((e) => e.kind === "user" && e.id === id);
+  return entry?.kind === "user" ? entry.turnId : null;
+}
+
+/** Buttons of the changes list, the undo notes and the prompts; true when it was one. */
+function undoAction(button: HTMLElement, action: string): boolean {
+  switch (action) {
+    case "showChange":
+    case "undoFile":
+    case "keepFile": {
+      const at = changeOf(button);
+      if (!at?.path) return true;
+      if (action === "keepFile") {
+        state = keepFile(state, at.turnId, at.path);
+        schedule();
+      } else {
+        post({ type: action, turnId: at.turnId, path: at.path });
+      }
+      return true;
+    }
+    case "undoTurn": {
+      const at = changeOf(button);
+      if (at) post({ type: "undoTurn", turnId: at.turnId });
+      return true;
+    }
+    case "redo":
+      if (button.dataset.undo) post({ type: "redo", undoId: button.dataset.undo });
+      return true;
+    case "editPrompt":
+    case "cancelRerun": {
+      const box = button.closest(".entry.user")?.querySelector<HTMLElement>(".rerun");
+      if (box) {
+        toggle(box, action === "editPrompt");
+        if (action === "editPrompt") box.querySelector("textarea")?.focus();
+      }
+      return true;
+    }
+    case "rerun": {
+      const turnId = promptTurn(button);
+      const text = button.closest(".entry.user")?.querySelector<HTMLTextAreaElement>(".rerun-text")?.value.trim() ?? "";
+      if (turnId && text) {
+        post({ type: "rerun", turnId, text, how: (button.dataset.how === "fork" ? "fork" : "rewind") as Rerun });
+        toggle(button.closest<HTMLElement>(".rerun")!, false);
+      }
+      return true;
+    }
+  }
+  return false;
 }
 
 function answer(button: HTMLElement, action: string): void {
@@ -179,9 +274,13 @@ document.addEventListener("click", (event) => {
       toggle(editor, Boolean(editor.hidden));
       if (!editor.hidden) editor.querySelector("textarea")?.focus();
     }
-  } else {
+  } else if (!undoAction(button, action)) {
     answer(button, action);
   }
+});
+modeSelect.addEventListener("change", () => {
+  const mode = modeSelect.value;
+  if (isMode(mode)) post({ type: "setMode", mode });
 });
 transcript.addEventListener("toggle", (event) => (event.target as Element).setAttribute("data-touched", ""), true);
 sendButton.addEventListener("click", send);

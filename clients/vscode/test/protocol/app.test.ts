@@ -34,7 +34,7 @@ describe("the extension against the real daemon", () => {
     await host.until("the approval", () => Boolean(last(host, "approval")));
     const cycle = last(host, "approval")!.cycle;
     expect(cycle.items[0]?.fileChange?.kind).toBe("modify");
-    expect(last(host, "sent")).toEqual({ type: "sent", text: "say hello in app.py", queued: false });
+    expect(last(host, "sent")).toEqual({ type: "sent", text: "say hello in app.py", queued: false, turnId: expect.stringMatching(/^turn_/) });
 
     const editCall = cycle.items.find((i) => i.tool === "edit_file")!.callId;
     host.fromPage({ type: "review", callId: editCall });

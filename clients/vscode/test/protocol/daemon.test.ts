@@ -200,7 +200,7 @@ describe("the client against the real daemon", () => {
       { text: "Wrote one, skipped the other." },
     ]);
     fs.writeFileSync(path.join(dir, "old.txt"), "one\ntwo\nthree\n");
-    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, policies: true, watches: true, compaction: true });
+    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, policies: true, watches: true, compaction: true, approvalModes: true, checkpoints: true });
     const sessionId = await client.startSession({ cwd: dir, workspace: dir });
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "edit files");
@@ -249,7 +249,7 @@ describe("the client against the real daemon", () => {
     const opened = (await log.wait("preview/open")).params;
     expect([opened.kind, opened.size]).toEqual(["text", Buffer.byteLength(body)]);
     const reads: number[] = [];
-    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false }, { name: "w", path: dir });
+    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null }, { name: "w", path: dir });
     const previews = new PreviewController(host, (s, p, offset, length) => { reads.push(offset); return client.readPreview(s, p, offset, length); }, 64 * 1024);
     await previews.opened(opened);
     await host.until("the last range", () => host.panels[0]?.posted.some((m) => m.type === "chunk" && m.eof) ?? false);

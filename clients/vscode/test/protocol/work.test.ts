@@ -68,7 +68,9 @@ describe("work beyond one turn, against the real daemon", () => {
     expect(agent.children.map((e) => e.kind)).toEqual(["tool", "agent"]);
     expect(agent.children[0]).toMatchObject({ tool: "bash", status: "completed", decision: "approved", output: expect.stringContaining("4") });
     expect(agent.children[1]).toMatchObject({ kind: "agent", text: "notes.txt has **4** words.", done: true });
-    expect(page.entries.at(-1)).toMatchObject({ kind: "agent", text: "The agent counted 4 words in notes.txt." });
+    expect(page.entries.at(-2)).toMatchObject({ kind: "agent", text: "The agent counted 4 words in notes.txt." });
+    // The agent's command wrote count.txt: the turn ends with its changes.
+    expect(page.entries.at(-1)).toMatchObject({ kind: "changes", files: [{ path: path.join(fs.realpathSync(t.work), "count.txt"), kind: "create", status: "changed" }] });
     expect(toolCard(page, nested.items[0]!.callId)?.approval).toBeNull();
     record("agent-turn.json", host, page.sessionId);
   });

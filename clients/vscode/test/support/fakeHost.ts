@@ -38,6 +38,11 @@ export class FakeHost implements Host {
   diffs: { left: string; right: string; title: string }[] = [];
   closedEditors: string[] = [];
   status = { text: "", tooltip: "" };
+  modeStatus: { text: string | null; tooltip: string; command: string } = { text: null, tooltip: "", command: "" };
+  /** What the user typed into editable documents, by URI (as VS Code would hold it, unsaved). */
+  editedDocuments = new Map<string, string>();
+  editable = new Map<string, (uri: string) => Promise<string>>();
+  shownDocuments: string[] = [];
   commands = new Map<string, (...args: unknown[]) => unknown>();
   trees = new Map<string, () => TreeNode[]>();
   documents = new Map<string, (uri: string) => Promise<string>>();
@@ -115,6 +120,7 @@ export class FakeHost implements Host {
   };
   openSettings = () => undefined;
   setStatus = (text: string, tooltip: string) => { this.status = { text, tooltip }; this.changed(); };
+  setModeStatus = (text: string | null, tooltip: string, command: string) => { this.modeStatus = { text, tooltip, command }; this.changed(); };
 
   startDaemon = async (launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> => {
     this.launches.push(launch);
@@ -139,6 +145,22 @@ export class FakeHost implements Host {
   registerDocuments = (scheme: string, provide: (uri: string) => Promise<string>) => {
     this.documents.set(scheme, provide);
   };
+  registerEditableDocuments = (scheme: string, provide: (uri: string) => Promise<string>) => {
+    this.editable.set(scheme, provide);
+  };
+  documentText = (uri: string) => this.editedDocuments.get(uri);
+  showDocument = async (uri: string) => { this.shownDocuments.push(uri); this.changed(); };
+
+  /** The text a document shows: a virtual one's provider, an editable one's edits, a file's bytes. */
+  async read(uri: string): Promise<string> {
+    const edited = this.editedDocuments.get(uri);
+    if (edited !== undefined) return edited;
+    const scheme = uri.slice(0, uri.indexOf(":"));
+    const provide = this.documents.get(scheme) ?? this.editable.get(scheme);
+    if (provide) return provide(uri);
+    if (scheme === "file") return (await import("node:fs")).readFileSync(decodeURIComponent(new URL(uri).pathname), "utf8");
+    throw new Error(`no documents for ${uri}`);
+  }
   openPreviewPanel = (kind: PreviewKind, title: string, hooks: PreviewPanelHooks): PreviewPanel => {
     const panel: FakePanel = { kind, title, posted: [], hooks, revealed: 0, disposed: false };
     this.panels.push(panel);
@@ -159,7 +181,7 @@ export class FakeHost implements Host {
   copy = async () => undefined;
   diff = async (left: string, right: string, title: string) => { this.diffs.push({ left, right, title }); this.activeDiff = right; this.changed(); };
   activeUri = () => this.activeDiff;
-  closeEditorsOf = async (uri: string) => { this.closedEditors.push(uri); if (this.activeDiff === uri) this.activeDiff = undefined; this.changed(); };
+  closeEditorsOf = async (uri: string) => { this.closedEditors.push(uri); this.editedDocuments.delete(uri); if (this.activeDiff === uri) this.activeDiff = undefined; this.changed(); };
 
   async run(command: string, ...args: unknown[]): Promise<unknown> {
     const c = this.commands.get(command);

@@ -17,17 +17,19 @@ import { statusView } from "../../src/status";
 describe("settings", () => {
   it("reads typed values and falls back to package.json's defaults on wrong types", () => {
     const values: Record<string, unknown> = { command: " /opt/t/bin/turnstoned ", args: ["--x", 3], model: "qwen", logLevel: "LOUD", skipPermissions: "yes" };
-    expect(readSettings((k) => values[k])).toEqual({ command: "/opt/t/bin/turnstoned", args: ["--x"], model: "qwen", baseUrl: "", logLevel: "INFO", skipPermissions: false });
+    expect(readSettings((k) => values[k])).toEqual({ command: "/opt/t/bin/turnstoned", args: ["--x"], model: "qwen", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null });
+    expect(readSettings((k) => ({ approvalMode: "plan" } as Record<string, unknown>)[k]).approvalMode).toBe("plan");
+    expect(readSettings((k) => ({ approvalMode: "default" } as Record<string, unknown>)[k]).approvalMode).toBeNull();
     const props = manifest.contributes.configuration.properties;
     expect(props["turnstoned.command"].default).toBe("turnstoned");
     expect(readSettings(() => undefined).command).toBe("turnstoned");
   });
 
-  it("lets no workspace choose what runs, where the key goes or whether approvals are skipped", () => {
+  it("lets no workspace choose what runs, where the key goes, whether approvals are skipped or what runs unasked", () => {
     // A cloned repository's .vscode/settings.json must not set these (VS Code applies
     // machine-scoped settings from user and remote settings only); untrusted windows restrict them too.
     const props = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
-    const guarded = ["turnstoned.command", "turnstoned.args", "turnstoned.baseUrl", "turnstoned.skipPermissions"];
+    const guarded = ["turnstoned.command", "turnstoned.args", "turnstoned.baseUrl", "turnstoned.skipPermissions", "turnstoned.approvalMode"];
     expect(guarded.map((k) => props[k]?.scope)).toEqual(guarded.map(() => "machine"));
     expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toEqual(guarded);
   });
@@ -173,11 +175,14 @@ describe("status bar", () => {
 });
 
 describe("proposal URIs", () => {
-  it("round-trip a path with spaces and odd characters", () => {
+  it("round-trip a path with spaces and odd characters; the proposed side has its own (editable) scheme", () => {
     const ref = { sessionId: "s 1", callId: "c#2", path: "/work/my dir/a?b.ts", side: "new" as const };
     const uri = proposalUri(ref);
-    expect(uri.startsWith("turnstoned-proposal:/work/my%20dir/a%3Fb.ts?")).toBe(true);
+    expect(uri.startsWith("turnstoned-proposed:/work/my%20dir/a%3Fb.ts?")).toBe(true);
     expect(parseProposalUri(uri)).toEqual(ref);
+    const old = proposalUri({ ...ref, side: "old" });
+    expect(old.startsWith("turnstoned-proposal:/work/my%20dir/a%3Fb.ts?")).toBe(true);
+    expect(parseProposalUri(old)).toEqual({ ...ref, side: "old" });
     expect(parseProposalUri("file:///x")).toBeNull();
     expect(parseProposalUri("turnstoned-proposal:/x?session=a&call=b&side=sideways")).toBeNull();
   });
