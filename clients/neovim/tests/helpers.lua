@@ -72,9 +72,10 @@ end
 ---@param what string
 ---@param pred fun(): any
 ---@param timeout_ms? integer
-function H.wait(what, pred, timeout_ms)
+---@param seen? fun(): string  what there was instead, for the message
+function H.wait(what, pred, timeout_ms, seen)
   if not vim.wait(timeout_ms or 15000, pred, 10) then
-    error('timed out waiting for ' .. what .. H.log_tail(), 2)
+    error('timed out waiting for ' .. what .. (seen and (': ' .. seen()) or '') .. H.log_tail(), 2)
   end
 end
 
