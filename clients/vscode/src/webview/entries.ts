@@ -177,7 +177,7 @@ function undoNode(entry: UndoEntry, node: HTMLElement, features: CardFeatures): 
   once(node, JSON.stringify([entry.restored, entry.kept, entry.redone, entry.rewound, features.running]), () => {
     const turns = entry.turnIds.length === 1 ? "1 turn" : `${entry.turnIds.length} turns`;
     const files = entry.restored.length ? `${entry.restored.length} file${entry.restored.length === 1 ? "" : "s"} restored (${entry.restored.map(basename).join(", ")})` : "no files needed restoring";
-    const parts = [`Undid ${turns}: ${files}`];
+    const parts = [`${entry.redone ? "Undid, then redid" : "Undid"} ${turns}: ${files}`];
     if (entry.kept.length) parts.push(`your version kept: ${entry.kept.map(basename).join(", ")}`);
     if (entry.rewound) parts.push("conversation rewound");
     node.replaceChildren(h("span", { class: "notice-kind" }, entry.redone ? "redone" : "undo"), " ", parts.join(" · "));
@@ -242,7 +242,7 @@ const PLAN_TOOL = "propose_plan";
 function planPanel(panel: HTMLElement): HTMLElement {
   panel.classList.add("plan-approval");
   panel.append(
-    h("div", { class: "plan-question" }, "Approve this plan? The session then switches to auto mode and the model carries it out."),
+    h("div", { class: "plan-question" }, h("strong", {}, "Approve this plan?"), " The session then switches to auto mode and the model carries it out."),
     h("div", { class: "buttons" },
       h("button", { "data-action": "approve", title: "Approve the plan; the model carries it out in auto mode" }, "Approve plan"),
       h("button", { class: "secondary", "data-action": "deny", title: "Send the plan back; the model reads your feedback and proposes again" }, "Revise")),
