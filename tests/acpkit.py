@@ -3,6 +3,7 @@ imports), and a scripted model that acts on what the user asks.
 
 The model (``Brain``) reads the last user message of a request:
 
+- ``call `TOOL` with `JSON```: a call of that tool with those arguments;
 - ``run `CMD```: a ``bash`` call running CMD;
 - ``write PATH: TEXT``: a ``write_file`` call;
 - ``edit PATH: OLD -> NEW``: a ``read_file`` call, then an ``edit_file`` call;
@@ -81,6 +82,8 @@ class Brain:
             return text(f"Done: {first[0][:80]}")
         if edit:  # an edit needs a read of the file first
             return tool_calls([(call_id, "read_file", json.dumps({"path": edit.group(1)}))])
+        if m := re.search(r"call `([^`]+)` with `([^`]*)`", asked):
+            return tool_calls([(call_id, m.group(1), m.group(2))])
         if m := re.search(r"run `([^`]+)`", asked):
             return tool_calls([(call_id, "bash", json.dumps({"command": m.group(1)}))])
         if m := re.search(r"write (\S+): (.*)", asked, re.DOTALL):

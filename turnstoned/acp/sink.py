@@ -14,12 +14,13 @@
 | ``item/tool/requestApproval`` | ``session/request_permission`` (``permission``) |
 | ``mcpServer/requestTrust``, ``policy/requestTrust`` | an agent message naming ``/trust-mcp`` / ``/trust-policies`` (``commands``) |
 
-Every event also goes out as ``_turnstoned/<method>`` with its turnstoned protocol
-v1 params when ACP has no word for it (turn/started, notices, compactions,
-previews, MCP server states, the judge's verdicts, trust questions). Sessions the
-client did not open (a coordinator's children) get only those extension
-notifications; their approvals are asked under the session the client knows that
-spawned them.
+An event ACP has no word for (turn/started, notices, compactions, previews, MCP
+server states, the judge's verdicts, trust questions) also goes out as
+``_turnstoned/<method>`` with its turnstoned protocol v1 params, to a client that
+asked for them (``clientCapabilities._meta.turnstoned.notifications: true``).
+Sessions the client did not open (a coordinator's children) get only those
+extension notifications; their approvals are asked under the session the client
+knows that spawned them.
 
 An edit's diff carries whole texts: those shown while it was asked, else the file
 read just before the call ran (at ``item/started``, before anything executes) and
@@ -170,7 +171,9 @@ class AcpSink:
         self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
     def extension(self, event: p.Event) -> None:
-        self.peer.notify(EXTENSION + type(event).method, msgspec.to_builtins(event))
+        """The event as ``_turnstoned/<method>``, to a client that asked for them."""
+        if self.client.wants_extensions():
+            self.peer.notify(EXTENSION + type(event).method, msgspec.to_builtins(event))
 
     def has(self, capability: str) -> bool:
         """The client declared ``session.<capability>`` (notices, compaction)."""

@@ -39,6 +39,12 @@ class ClientCapabilities(In, kw_only=True):
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
     elicitation: dict[str, Any] | None = None
+    # ``{"turnstoned": {"notifications": true}}``: send the ``_turnstoned/`` notifications.
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+    def wants_extensions(self) -> bool:
+        mine = (self.meta or {}).get("turnstoned")
+        return isinstance(mine, dict) and mine.get("notifications") is True
 
 
 class Implementation(In, kw_only=True):
