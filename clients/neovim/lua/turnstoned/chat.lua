@@ -310,7 +310,7 @@ function Chat:changes_block(turn_id, cp)
     return
   end
   local count = #files == 1 and '1 file' or ('%d files'):format(#files)
-  local lines = { ('📝 changes in this turn: %s · :Turnstoned changes reviews them · :Turnstoned undo takes them back'):format(count) }
+  local lines = { ('📝 changes in this turn: %s (:Turnstoned changes · undo)'):format(count) }
   if cp.undoable == false then
     lines[1] = ('📝 changes in this turn: %s · cannot be undone: %s'):format(count,
       type(cp.note) == 'string' and cp.note or 'no checkpoint')

@@ -155,7 +155,7 @@ local function open_tab(change)
   pcall(api.nvim_buf_delete, empty, { force = true })
   local right = api.nvim_open_win(new, true, { split = 'right', win = left })
   local keys = config.get().keymaps
-  local hint = ('edit freely · do/dp · %s drop hunk · %s approve · %s deny · %s back'):format(
+  local hint = ('%s drop hunk · %s approve · %s deny · %s back'):format(
     keys.diff_drop or '-', keys.diff_approve or '-', keys.diff_deny or '-', keys.close or '-')
   local escaped = shown:gsub('%%', '%%%%')
   vim.wo[left][0].winbar = (' current: %s'):format(escaped)

@@ -58,7 +58,7 @@ H.test("a risky call is asked with its verdict; the judge's verdict joins the op
   H.wait('the question', function()
     return open ~= nil
   end)
-  H.ok(open.prompt:find('⚙ bash: rm -rf build  [high: recursive-delete]', 1, true), open.prompt)
+  H.ok(open.prompt:find('⚙ bash: rm -rf build  [unsandboxed]  [high: recursive-delete]', 1, true), open.prompt)
   H.ok(not offers(open.labels, 'Always'), 'no Always: it would save nothing: ' .. vim.inspect(open.labels))
   local shown = assert(details(), 'a details window')
   H.ok(shown:find('risk:   high · review: ', 1, true), shown)

@@ -87,16 +87,24 @@ H.test('chat: the answer streams in beside the code window', function()
   shot('the first answer')
 end)
 
+H.test('mode: :Turnstoned mode read-only, and the winbar says so', function()
+  -- A new user's daemon runs commands in the sandbox unasked (auto): from here on it asks.
+  type_keys(':Turnstoned mode read-only<CR>')
+  see('mode read-only')
+  shot('the mode in the winbar')
+end)
+
 H.test('approval: the default vim.ui.select asks, the command runs', function()
   model.push({ tool_calls = { { 'call-cat', 'bash', '{"command": "touch seen.txt; cat settings.txt"}' } } },
     { text = 'It says version = 1.' })
   type_keys('iShow it<C-s>')
   see('Type number and <Enter>')
   shot('an approval question')
-  H.ok(screen():find('2: Always (allow bash:@read-only for this session)', 1, true), 'the choices:\n' .. screen())
+  H.ok(screen():find('2: Always (allow bash:touch, bash:@read-only for this session)', 1, true), 'the choices:\n' .. screen())
   type_keys('1<CR>')
   see('It says version = 1.')
-  H.ok(screen():find('⚙ bash: touch seen.txt; cat settings.txt  ✓ done', 1, true), 'the folded call:\n' .. screen())
+  see('📝 changes in this turn: 1 file') -- the turn ended (touch made a file)
+  H.ok(screen():find('⚙ bash: touch seen.txt; cat settings.txt  [unsandboxed]  ✓', 1, true), 'the folded call:\n' .. screen())
 end)
 
 H.test('review: the diff tab shows the proposal; ga approves it', function()
@@ -111,6 +119,7 @@ H.test('review: the diff tab shows the proposal; ga approves it', function()
   shot('the review tab')
   type_keys('ga')
   see('Bumped the version.')
+  see('modified  settings.txt') -- the changes block: the turn ended
   H.eq(vim.fn.readfile(work .. '/settings.txt'), { 'version = 2' }, 'the file on disk')
 end)
 
