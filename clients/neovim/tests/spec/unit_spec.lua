@@ -45,6 +45,9 @@ H.test('bad options are named', function()
   H.ok(error_of(function()
     require('turnstoned').setup({ keymaps = { send = 1 } })
   end):find('keymaps.send', 1, true), 'a bad key')
+  H.ok(error_of(function()
+    require('turnstoned').setup({ mode = 'yolo' })
+  end):find("option mode must be 'read-only', 'auto', 'full-access' or 'plan'", 1, true), 'a bad mode')
   require('turnstoned').setup({})
 end)
 
@@ -155,6 +158,66 @@ H.test('an approval from a session not open here names that session', function()
   end)
   H.eq(seen[1].prompt, '[session child012] ⚙ bash: make', 'the question')
   H.eq(answer, { decision = 'approve' }, 'the answer')
+end)
+
+H.test("an escalation is asked with the model's reason for leaving the sandbox", function()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Deny')
+  end)
+  H.stub_input('')
+  local answer, details
+  require('turnstoned.approval').request({
+    sessionId = 'child0123456789', turnId = 't', cycleId = 'c-esc',
+    items = { { callId = 'e', tool = 'bash', header = '⚙ bash: npm install', needsApproval = true,
+      approvalLabel = 'bash', sandbox = 'escalated',
+      escalation = 'the sandbox stopped a network connection; reason: it must fetch the packages',
+      verdict = { risk = 'medium', recommendation = 'review', rule = 'network', reason = 'reaches the network' } } },
+  }, function(result)
+    answer = result
+  end)
+  H.wait('the details window', function()
+    for _, win in ipairs(api.nvim_list_wins()) do
+      local buf = api.nvim_win_get_buf(win)
+      if api.nvim_buf_get_name(buf):find('turnstoned://approval/c-esc', 1, true) then
+        details = H.text(buf)
+        return true
+      end
+    end
+  end)
+  H.wait('the answer', function()
+    return answer ~= nil
+  end)
+  H.ok(seen[1].prompt:find('⚙ bash: npm install  [escalated]  [medium: network] — leaves the sandbox: '
+    .. 'the sandbox stopped a network connection; reason: it must fetch the packages', 1, true), seen[1].prompt)
+  H.ok(details:find('  leaves the sandbox: the sandbox stopped', 1, true), details)
+  H.eq(answer.decision, 'deny', 'the answer')
+end)
+
+H.test('a file is rebuilt from its diff as it was before the turn; not when it changed since', function()
+  local changes = require('turnstoned.changes')
+  local diff = table.concat({ '--- a/f.txt', '+++ b/f.txt', '@@ -1,3 +1,3 @@', ' one', '-two', '+TWO', ' three',
+    '@@ -7,2 +7,3 @@', ' seven', ' eight', '+eight and a half', '' }, '\n')
+  local after = { 'one', 'TWO', 'three', 'four', 'five', 'six', 'seven', 'eight', 'eight and a half' }
+  H.eq(changes.unpatch(after, diff), { 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight' }, 'before')
+  after[2] = 'changed since'
+  H.eq(changes.unpatch(after, diff), nil, 'a file that no longer reads as the diff left it')
+  local created = table.concat({ '--- /dev/null', '+++ b/n.txt', '@@ -0,0 +1,2 @@', '+a', '+b' }, '\n')
+  H.eq(changes.unpatch({ 'a', 'b' }, created), {}, 'a created file was empty')
+  local deleted = table.concat({ '--- a/d.txt', '+++ /dev/null', '@@ -1,2 +0,0 @@', '-a', '-b' }, '\n')
+  H.eq(changes.unpatch({}, deleted), { 'a', 'b' }, 'a deleted file comes back')
+end)
+
+H.test('the drop key finds the hunk under the cursor on either side, removed lines too', function()
+  local review = require('turnstoned.review')
+  local old = { 'a', 'b', 'c', 'd' }
+  local new = { 'a', 'c', 'd', 'e' } -- b removed, e added
+  H.eq(review.hunk_at(old, new, 1, 'new'), { 2, 1, 1, 0 }, 'the removal, from the line before it')
+  H.eq(review.hunk_at(old, new, 2, 'new'), { 2, 1, 1, 0 }, 'the removal, from the line after it')
+  H.eq(review.hunk_at(old, new, 4, 'new'), { 4, 0, 4, 1 }, 'the addition')
+  H.eq(review.hunk_at(old, new, 2, 'old'), { 2, 1, 1, 0 }, 'the removal, on the old side')
+  H.eq(review.hunk_at(old, old, 1, 'new'), nil, 'no change')
+  H.eq(review.text_of({ 'x', 'y' }, 'p\n'), 'x\ny\n', 'a final newline as the proposal has one')
+  H.eq(review.text_of({ 'x', 'y' }, 'p'), 'x\ny', 'none when it has none')
 end)
 
 H.test('a web page becomes its text: no script, style or comment, entities decoded, blocks on lines', function()
