@@ -79,6 +79,7 @@ export class ChatController {
       post: (message) => this.post(message),
       show: (sessionId) => this.resume(sessionId, false),
       send: (text) => this.send(text),
+      current: () => this.sessionId,
     });
     host.registerDocuments(TEXT_SCHEME, async (uri) => this.checkpoints.provide(uri));
     daemon.onEvent((event) => {
@@ -213,7 +214,7 @@ export class ChatController {
     const turns = this.checkpoints.turnsOf(sessionId, items);
     this.post({ type: "reset", sessionId, title: this.title, items, running, turns });
     this.postMode();
-    this.checkpoints.replay(sessionId, turns);
+    void this.checkpoints.replay(sessionId, turns);
     for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
     if (reveal) await this.view?.reveal();
   }
@@ -380,6 +381,19 @@ export class ChatController {
     if (!this.view?.visible || change.cycle.sessionId !== this.sessionId) void this.notify(change.cycle);
   }
 
+  /** A plan to approve, asked in a notification: approve it, send it back, or read it in the chat. */
+  private async notifyPlan(cycle: ApprovalRequestParams, plan: ApprovalRequestItem): Promise<void> {
+    const choice = await this.host.info(`${this.asker(cycle)} proposes a plan${await this.where(cycle.sessionId)}: ${plan.header.replace(/^\S+ plan: /, "")}. Approving it switches the chat to auto mode.`, "Approve Plan", "Revise…", "Show in Chat");
+    if (choice === "Approve Plan") this.broker.answer(cycle.cycleId, { decision: "approve" });
+    else if (choice === "Revise…") {
+      const feedback = await this.host.input({ prompt: "What should change? (the model revises the plan)" });
+      if (feedback !== undefined) this.broker.answer(cycle.cycleId, { decision: "deny", feedback });
+    } else if (choice === "Show in Chat") {
+      if (cycle.sessionId !== this.sessionId) await this.resume(cycle.sessionId);
+      else await this.view?.reveal();
+    }
+  }
+
   /** Who asks: the session's model, or a task agent its call started. */
   private asker(cycle: ApprovalRequestParams): string {
     return cycle.parentCallId ? "turnstoned's task agent" : "turnstoned";
@@ -394,7 +408,12 @@ export class ChatController {
   /** The chat is not in sight: ask in a notification with the same choices. */
   private async notify(cycle: ApprovalRequestParams): Promise<void> {
     const gated = gatedItems(cycle);
-    const what = gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`;
+    if (gated.length === 1 && gated[0]!.tool === "propose_plan") {
+      await this.notifyPlan(cycle, gated[0]!);
+      return;
+    }
+    const escalation = gated.find((i) => i.escalation)?.escalation;
+    const what = (gated.length === 1 ? gated[0]!.header : `${gated.length} tool calls (${gated.map((i) => i.tool).join(", ")})`) + (escalation ? `, outside the sandbox (${escalation})` : "");
     const always = alwaysChoice(gated);
     const choices = ["Approve", ...(always ? [always] : []), "Deny…", "Show in Chat"];
     const choice = await this.host.warn(`${this.asker(cycle)} asks to run ${what}${riskNote(gated)}${await this.where(cycle.sessionId)}`, ...choices);

@@ -106,7 +106,7 @@ export interface Host {
    * first text; edits stay in the editor and in memory, nothing is written anywhere.
    */
   registerEditableDocuments(scheme: string, provide: (uri: string) => Promise<string>): void;
-  /** The text of an open document as the user has it now (unsaved edits too); undefined when it is not open. */
+  /** The text of a document as the user has it now (unsaved edits too, or what they saved before closing it); undefined when it was never opened. */
   documentText(uri: string): string | undefined;
   /** Open a document (a virtual one too) in an editor. */
   showDocument(uri: string): Promise<void>;

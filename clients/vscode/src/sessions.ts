@@ -31,7 +31,7 @@ function sessionNode(s: SessionInfo, current: string | null, now: Date): TreeNod
     id: s.sessionId,
     label: `${mark}${title}`,
     description: `${coordinator ? "coordinator · " : ""}${basename(s.cwd)} · ${ago(s.updatedAt, now)}${status}`,
-    tooltip: `${title}\n${s.cwd}\nmodel: ${s.model ?? "default"}\nstarted ${s.createdAt}\nstatus: ${s.status}${s.parentSessionId ? "\nstarted by a coordinator session" : ""}`,
+    tooltip: `${title}\n${s.cwd}\nmodel: ${s.model ?? "default"}${s.approvalMode ? `\napproval mode: ${s.approvalMode}` : ""}\nstarted ${s.createdAt}\nstatus: ${s.status}${s.parentSessionId ? "\nstarted by a coordinator session" : ""}`,
     icon: coordinator && s.status !== "running" ? "organization" : ICONS[s.status] ?? "comment",
     contextValue: s.status === "closed" ? "session.closed" : "session.open",
     command: { id: RESUME_COMMAND, arg: s.sessionId },

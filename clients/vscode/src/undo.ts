@@ -16,6 +16,8 @@ export const TEXT_SCHEME = "turnstoned-text";
 const TURNS_KEY = "turnstoned.turns:";
 /** How many prompts' turns are remembered per session. */
 const REMEMBERED = 200;
+/** How many of a redrawn session's last turns are asked what they changed. */
+const ASKED = 5;
 /** How many rounds of conflicts are asked before giving up (each answer is sent back). */
 const ROUNDS = 4;
 
@@ -144,6 +146,8 @@ export interface UndoView {
   show(sessionId: string): Promise<void>;
   /** Send a prompt in the chat's session. */
   send(text: string): Promise<void>;
+  /** The session the chat shows. */
+  current(): string | null;
 }
 
 export class Checkpoints {
@@ -219,12 +223,33 @@ export class Checkpoints {
     this.undos.set(sessionId, list);
   }
 
-  /** After the page was given a session's history: what it changed, and its undos. */
-  replay(sessionId: string, turns: Record<string, string>): void {
-    const present = new Set(Object.values(turns));
-    for (const [turnId, c] of this.checkpoints.get(sessionId) ?? []) {
-      if (present.has(turnId)) this.view.post({ type: "changes", turnId, files: c.files ?? [], undoable: c.undoable ?? true, note: c.note ?? null });
+  /**
+   * After the page was given a session's history: what its turns changed (known from this
+   * window, else asked for the last few), and its undos.
+   */
+  async replay(sessionId: string, turns: Record<string, string>): Promise<void> {
+    const present = [...new Set(Object.values(turns))];
+    const known = this.checkpoints.get(sessionId) ?? new Map<string, TurnCheckpoint>();
+    const post = (turnId: string, c: TurnCheckpoint) => this.view.post({ type: "changes", turnId, files: c.files ?? [], undoable: c.undoable ?? true, note: c.note ?? null });
+    for (const turnId of present) {
+      const c = known.get(turnId);
+      if (c) post(turnId, c);
     }
+    for (const undo of this.undos.get(sessionId) ?? []) this.view.post({ type: "undone", ...undo });
+    const asked = present.filter((id) => !known.has(id)).slice(-ASKED);
+    const client = asked.length ? await this.client() : null;
+    if (!client) return;
+    await Promise.all(asked.map(async (turnId) => {
+      try {
+        const result = await client.turnChanges(sessionId, turnId);
+        if (!result.files.length || this.view.current() !== sessionId) return;
+        // The diffs are read again when one is opened; the list is what the page needs.
+        const checkpoint: TurnCheckpoint = { files: result.files.map(({ diff: _diff, ...f }) => f), undoable: result.undoable ?? true, note: result.note ?? null };
+        this.completed(sessionId, turnId, checkpoint);
+        post(turnId, checkpoint);
+      } catch { /* a turn the daemon has no checkpoint of: nothing to show */ }
+    }));
+    if (this.view.current() !== sessionId) return;
     for (const undo of this.undos.get(sessionId) ?? []) this.view.post({ type: "undone", ...undo });
   }
 

@@ -49,7 +49,7 @@ class TreeProvider implements vscode.TreeDataProvider<TreeNode> {
  * a save keeps the text in memory. The diff editor's per-hunk revert works on them.
  */
 class EditableDocuments implements vscode.FileSystemProvider {
-  private readonly files = new Map<string, { data: Uint8Array; mtime: number }>();
+  private readonly files = new Map<string, { data: Uint8Array; mtime: number; saved?: boolean }>();
   private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changed.event;
   constructor(private readonly provide: (uri: string) => Promise<string>) {}
@@ -71,6 +71,11 @@ class EditableDocuments implements vscode.FileSystemProvider {
   }
 
   forget(uri: vscode.Uri): void { this.files.delete(uri.toString()); }
+  /** The text the user saved into a document (it may be closed since). */
+  saved(uri: vscode.Uri): string | undefined {
+    const file = this.files.get(uri.toString());
+    return file?.saved ? new TextDecoder().decode(file.data) : undefined;
+  }
   watch(): vscode.Disposable { return new vscode.Disposable(() => undefined); }
   async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
     const file = await this.file(uri);
@@ -80,7 +85,7 @@ class EditableDocuments implements vscode.FileSystemProvider {
   createDirectory(uri: vscode.Uri): void { throw vscode.FileSystemError.NoPermissions(uri); }
   async readFile(uri: vscode.Uri): Promise<Uint8Array> { return (await this.file(uri)).data; }
   writeFile(uri: vscode.Uri, content: Uint8Array): void {
-    this.files.set(uri.toString(), { data: content, mtime: Date.now() });
+    this.files.set(uri.toString(), { data: content, mtime: Date.now(), saved: true });
     this.changed.fire([{ type: vscode.FileChangeType.Changed, uri }]);
   }
   delete(uri: vscode.Uri): void { throw vscode.FileSystemError.NoPermissions(uri); }
@@ -280,7 +285,16 @@ export function createHost(context: vscode.ExtensionContext): Host {
       editable.push(provider);
       context.subscriptions.push(vscode.workspace.registerFileSystemProvider(scheme, provider, { isCaseSensitive: true }));
     },
-    documentText: (uri) => vscode.workspace.textDocuments.find((d) => sameUri(d.uri, uri))?.getText(),
+    documentText: (uri) => {
+      const open = vscode.workspace.textDocuments.find((d) => sameUri(d.uri, uri));
+      if (open) return open.getText();
+      const parsed = vscode.Uri.parse(uri);
+      for (const provider of editable) {
+        const saved = provider.saved(parsed);
+        if (saved !== undefined) return saved;
+      }
+      return undefined;
+    },
     showDocument: async (uri) => { await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: true }); },
     openPreviewPanel: (kind, title, hooks) => previewPanel(context, kind, title, hooks),
     openExternal: (url) => void vscode.env.openExternal(vscode.Uri.parse(url)),

@@ -467,8 +467,16 @@ export function applyChanges(state: ChatState, turnId: string, files: ChangedFil
   // A workspace that cannot be checkpointed says so once, not after every turn.
   if (!files.length && state.entries.some((e) => e.kind === "changes" && !e.files.length && e.note === note)) return state;
   if (old) state.entries.splice(state.entries.indexOf(old), 1, entry);
-  else state.entries.push(entry);
+  else state.entries.splice(endOfTurn(state, turnId), 0, entry);
   return state;
+}
+
+/** Where a turn's entries end: before the next prompt that started another turn (else the end). */
+function endOfTurn(state: ChatState, turnId: string): number {
+  const start = state.entries.findIndex((e) => e.kind === "user" && e.turnId === turnId);
+  if (start < 0) return state.entries.length;
+  const next = state.entries.findIndex((e, i) => i > start && e.kind === "user" && e.turnId !== null && e.turnId !== turnId);
+  return next < 0 ? state.entries.length : next;
 }
 
 /** The user keeps a file as the turn left it (nothing is sent: the buttons go). */
@@ -497,10 +505,12 @@ export function applyUndo(state: ChatState, undo: UndoInfo): ChatState {
     // The host's account has the kept files; the notice's does not.
     if (undo.kept.length) existing.kept = undo.kept;
     if (undo.redone) redone(state, undo.undoId);
-    return state;
+  } else {
+    state.entries.push({ kind: "undo", id: `undo-${undo.undoId}`, ...undo, turnIds: [...undo.turnIds], restored: [...undo.restored], kept: [...undo.kept] });
   }
-  state.entries.push({ kind: "undo", id: `undo-${undo.undoId}`, ...undo, turnIds: [...undo.turnIds], restored: [...undo.restored], kept: [...undo.kept] });
-  if (!undo.redone) for (const f of filesOf(state, undo.turnIds)) if (undo.restored.includes(f.path)) f.status = "undone";
+  // Told again (after the turn's changes were listed anew), its files are marked again.
+  const entry = existing ?? (state.entries.at(-1) as UndoEntry);
+  if (!entry.redone) for (const f of filesOf(state, entry.turnIds)) if (entry.restored.includes(f.path)) f.status = "undone";
   return state;
 }
 

@@ -63,13 +63,17 @@ describe("approval modes and the sandbox, against the real daemon", () => {
     await host.until("plan mode", () => host.modeStatus.text === "$(checklist) Plan");
     expect((await info())?.approvalMode).toBe("plan");
 
-    // In plan mode the model proposes a plan; its approval is a plan's, and approving it switches to auto.
+    // In plan mode the model proposes a plan; asked (the chat hidden) as a plan, approving it switches to auto.
+    host.viewVisible = false;
+    host.respond = (s) => (s.kind === "info" && s.message.includes("proposes a plan") ? "Approve Plan" : undefined);
     host.fromPage({ type: "send", text: "rename the greeting" });
     await host.until("the plan", () => Boolean(last(host, "approval")));
     const cycle = last(host, "approval")!.cycle;
     expect(cycle.items.map((i) => [i.tool, i.preview])).toEqual([["propose_plan", plan]]);
-    host.fromPage({ type: "answer", cycleId: cycle.cycleId, answer: { decision: "approve" } });
     await turnEnded(host, 2);
+    expect(host.shown.filter((s) => s.message.includes("plan")).map((s) => [s.kind, s.message, s.actions])).toEqual([
+      ["info", "turnstoned proposes a plan: Rename the greeting. Approving it switches the chat to auto mode.", ["Approve Plan", "Revise…", "Show in Chat"]],
+    ]);
     await host.until("auto mode", () => host.modeStatus.text === "$(shield) Auto");
     expect((await info())?.approvalMode).toBe("auto");
     const page = pageState(host.posted);

@@ -112,6 +112,19 @@ describe("undo and review of turns, against the real daemon", () => {
     const diff = host.diffs.at(-1)!;
     expect([await host.read(diff.left), diff.right, diff.title]).toEqual(["one\n", `file://${path.join(fs.realpathSync(t.work), "a.txt")}`, "a.txt: the turn's version ↔ yours (turnstoned)"]);
     expect(fs.readFileSync(a, "utf8")).toBe("zero\n");
+
+    // A window reload: the prompt keeps its turn and the turn's changes are listed again.
+    const turnId = changes(host)[0]!.turnId;
+    const reloaded = new FakeHost(host.settingsValue, { name: "work", path: t.work });
+    reloaded.mementos = host.mementos;
+    await host.daemons[0]!.stop();
+    launch(t, reloaded);
+    reloaded.fromPage({ type: "ready" });
+    await reloaded.until("the turn's changes", () => changes(reloaded).length === 1);
+    const page = pageState(reloaded.posted);
+    expect(page.entries.find((e): e is UserEntry => e.kind === "user")?.turnId).toBe(turnId);
+    expect(page.entries.map((e) => e.kind)).toEqual(["user", "tool", "agent", "changes"]);
+    expect(changes(reloaded)[0]!.files.map((f) => [path.basename(f.path), f.kind])).toEqual([["a.txt", "modify"]]);
   });
 
   it("an earlier prompt edited and rerun: rewound here, then forked into a new chat", { timeout: 60000 }, async () => {
