@@ -29,8 +29,9 @@ PROTOCOL_VERSION = 1
 # session/modeChanged), the command sandbox (``sandbox`` on tool-call and approval items,
 # ``escalation`` on approval items, ``sandbox`` in daemon/health); "1.10" adds checkpoints
 # and undo (``checkpoint`` on turn/completed, turn/changes, turn/undo, turn/redo,
-# session/fork, the ``undo`` and ``redo`` notices).
-PROTOCOL_REVISION = "1.10"
+# session/fork, the ``undo`` and ``redo`` notices); "1.11" adds the project instructions
+# the model reads (``instructions`` on session/start and session/resume results).
+PROTOCOL_REVISION = "1.11"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -250,8 +251,19 @@ class SessionStartParams(Wire, kw_only=True):
     approval_mode: ApprovalMode | None = None
 
 
+class InstructionFile(Wire, kw_only=True):
+    """A project instruction file the session's model reads (AGENTS.md and the like):
+    ``chars`` of it, all unless ``truncated`` (the instructions are capped)."""
+
+    path: str  # absolute
+    chars: int
+    truncated: bool = False
+
+
 class SessionStartResult(Wire, kw_only=True):
     session_id: str
+    # The project instructions the model reads, most general first.
+    instructions: list[InstructionFile] = []
 
 
 class SessionInfo(Wire, kw_only=True):
@@ -280,6 +292,7 @@ class SessionResumeResult(Wire, kw_only=True):
     session_id: str
     session: SessionInfo
     items: list[Item]
+    instructions: list[InstructionFile] = []
 
 
 class SessionSetModeParams(Wire, kw_only=True):

@@ -175,6 +175,7 @@ class Compactor:
             log.info("session %s: the model server's window is about %d tokens", self.session.id,
                      window)
             self.session.window_limit = max(1024, window)
+            self.session.env.settings.context_window = self.session.window_limit
 
     async def run(self, trigger: p.CompactionTrigger, turn_id: str | None,
                   schemas: list[dict[str, Any]]) -> p.SessionCompacted | None:
@@ -217,7 +218,8 @@ class Compactor:
                    compact: Callable[[CallTrigger, int], Awaitable[bool]]) -> T:
         """A model call of ``prompt()`` (its messages and their size in chars), compacted first
         when ``compact("auto", tokens)`` does so; a refusal of the prompt as too long teaches
-        the window, compacts it (``compact("overflow", tokens)``) and tries once more.
+        the window, compacts it (``compact("overflow", tokens)``) and tries once more, if
+        that or the smaller window (a compact prompt) changed the request.
         ``compact`` returns whether the context changed."""
         messages, chars = prompt()
         tokens = self.tokens(chars)
@@ -229,9 +231,11 @@ class Compactor:
             if exc.kind != "contextWindowExceeded" or not self.enabled:
                 raise
             self.learn(exc, tokens)
-            if not await compact("overflow", tokens):
-                raise
-        return await call(*prompt())
+            compacted = await compact("overflow", tokens)
+            again = prompt()  # the window learnt may also have made the prompt compact
+            if not compacted and again[1] >= chars:
+                raise  # the same request would be refused again
+        return await call(*again)
 
     def over(self, tokens: int) -> bool:
         """Whether a prompt of ``tokens`` reaches the automatic threshold."""

@@ -26,6 +26,7 @@ from turnstoned.core.compaction import compactor
 from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
+from turnstoned.core.instructions import InstructionCache
 from turnstoned.core.previews import Previews
 from turnstoned.core.rewind import Rewinds
 from turnstoned.core.session import Session
@@ -70,7 +71,9 @@ class Engine:
         services.watches_changed = self.watches.runner.poke
         assert services.previews is not None
         self.previews = Previews(services.previews, sessions)
-        services.prompt_sections += [self._skill_section, self._mcp_section]
+        self.instructions = InstructionCache()
+        services.prompt_sections += [self._instruction_section, self._skill_section,
+                                     self._mcp_section]
         sessions.on_closed += [self.previews.session_closed, self.watches.session_closed,
                                lambda _: self.coordinator.session_changed()]
         sessions.on_turn_ended.append(lambda _: self.coordinator.session_changed())
@@ -90,6 +93,14 @@ class Engine:
         loop.run_in_executor(None, sandbox.status)  # its probe runs a child: not on the loop
         self.watches.runner.start()
         self.previews.sweep()
+
+    def _instruction_section(self, env: SessionEnv) -> str:
+        return self.instructions.get(env.cwd).text
+
+    def instruction_files(self, session: Session) -> list[p.InstructionFile]:
+        """The project instructions ``session``'s model reads, for the editor to show."""
+        return [p.InstructionFile(path=f.path, chars=f.chars, truncated=f.truncated)
+                for f in self.instructions.get(session.env.cwd).files]
 
     def _mcp_section(self, env: SessionEnv) -> str:
         return catalog_text(self.mcp)

@@ -1,14 +1,16 @@
 """Every tool-handle type of the engine, besides a built-in tool module's.
 
 What the pipeline calls: an MCP server's tool, the synthetic ``tool_search``
-over deferred MCP tools, and ``task_agent`` refused inside a task agent (a
+over deferred tools (MCP tools, and built-ins at a small window), and ``task_agent`` refused inside a task agent (a
 built-in tool module's handle is ``tools.ToolSpec.handle``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
@@ -18,6 +20,73 @@ if TYPE_CHECKING:
 
 EXPANDED_KEY = "expanded_tools"
 TOOL_SEARCH = "tool_search"
+BUILT_IN = "built-in"  # the ``server`` of a deferred built-in tool
+
+
+class Searchable(Protocol):
+    """A tool ``tool_search`` can find: an MCP tool or a deferred built-in."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def server(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    def openai_schema(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinTool:
+    """A built-in tool kept behind ``tool_search`` (its full schema)."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    server: str = BUILT_IN
+
+    @property
+    def tool(self) -> str:
+        return self.name
+
+    @classmethod
+    def of(cls, schema: dict[str, Any]) -> BuiltinTool:
+        fn = schema["function"]
+        return cls(fn["name"], fn.get("description", ""), schema)
+
+    def openai_schema(self) -> dict[str, Any]:
+        return self.schema
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence."""
+    match = re.search(r"(?<=[.!?])\s", text)
+    return text[:match.start()] if match else text
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool schema for a small window: descriptions cut to their first sentence."""
+    fn = schema["function"]
+    params = dict(fn.get("parameters") or {})
+    props = params.get("properties")
+    if isinstance(props, dict):
+        params["properties"] = {k: _compact_property(v) for k, v in props.items()}
+    return {"type": "function", "function": {
+        "name": fn["name"], "description": first_sentence(fn.get("description", "")),
+        "parameters": params}}
+
+
+def _compact_property(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return prop
+    out = {k: v for k, v in prop.items() if k != "description"}
+    if isinstance(prop.get("description"), str):
+        out["description"] = first_sentence(prop["description"])
+    if isinstance(out.get("items"), dict) and isinstance(out["items"].get("properties"), dict):
+        out["items"] = {**out["items"], "properties": {
+            k: _compact_property(v) for k, v in out["items"]["properties"].items()}}
+    return out
 
 
 class McpToolHandle:
@@ -57,12 +126,12 @@ def tool_search_schema(deferred: int, servers: list[str], max_results: int) -> d
 
 
 class ToolSearchHandle:
-    """The synthetic ``tool_search``: BM25 over deferred MCP tools, expanding the matches."""
+    """The synthetic ``tool_search``: BM25 over deferred tools, expanding the matches."""
 
     name = TOOL_SEARCH
     primary_key: str | None = "query"
 
-    def __init__(self, deferred: list[MCPTool], max_results: int) -> None:
+    def __init__(self, deferred: list[Searchable], max_results: int) -> None:
         self.deferred = deferred
         self.max_results = max_results
 
@@ -94,7 +163,8 @@ class ToolSearchHandle:
         lines = [f"Found {len(hits)} of {len(self.deferred)} deferred tools; they are callable now:"]
         for t in hits:
             desc = " ".join((t.description or "").split())
-            lines.append(f"- {t.name} [MCP: {t.server}]: {desc[:300]}")
+            where = "built-in" if t.server == BUILT_IN else f"MCP: {t.server}"
+            lines.append(f"- {t.name} [{where}]: {desc[:300]}")
         return ToolOutput("\n".join(lines), summary=f"{len(hits)} tools")
 
 

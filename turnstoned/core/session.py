@@ -13,7 +13,7 @@ import msgspec
 
 from turnstoned import protocol as p
 from turnstoned.core import messages as m
-from turnstoned.core import toolset, wire
+from turnstoned.core import prompt, toolset, wire
 from turnstoned.core.approval import ApprovalPolicy, modes
 from turnstoned.core.results import RepeatDetector
 from turnstoned.core.toolset import SearchSettings, Toolset
@@ -24,10 +24,6 @@ if TYPE_CHECKING:
     from turnstoned.store import SessionRow, Store
 
 
-IDENTITY = (
-    "You are turnstoned, a coding agent working inside the user's code editor.",
-    "Use the tools to inspect and change the project; explain briefly what you did.",
-)
 COORDINATOR_IDENTITY = (
     ("You are turnstoned, coordinating work inside the user's code editor: you do not edit "
      "files or run commands yourself; you split the work into tasks and hand each to a child "
@@ -87,6 +83,7 @@ class Session:
         self.compact_requested = False  # session/compact while a turn ran: at its next seam
         self.wakes = 0  # turns started by watch reports since the user last spoke
         self.last_status: p.TurnStatus | None = None  # how the last turn ended
+        self.last_finish: str | None = None  # the last model reply's finish_reason
 
     # ----------------------------------------------------------- state
 
@@ -157,7 +154,12 @@ class Session:
         return toolset.build(self.kind, self.env, self.search)
 
     def system_prompt(self, model_name: str) -> str:
-        lines = list(COORDINATOR_IDENTITY if self.kind == "coordinator" else IDENTITY)
+        """How to work, the session's facts, then its sections (instructions, skill, MCP);
+        compact for a small window."""
+        if self.kind == "coordinator":
+            lines = list(COORDINATOR_IDENTITY)
+        else:
+            lines = [prompt.COMPACT if toolset.compact(self.env) else prompt.FULL, ""]
         lines.append(f"Working directory: {self.env.cwd}")
         if self.env.workspace and self.env.workspace != self.env.cwd:
             lines.append(f"Workspace: {self.env.workspace}")

@@ -5,6 +5,10 @@ session call tools it was never shown): ``Toolset.handles`` holds exactly the
 callable tools. With dynamic tool search active, MCP tools are deferred behind
 the synthetic ``tool_search`` until a search expands them; expanded tools stay
 for the rest of the session (persisted, so they survive a refresh and a resume).
+
+A small context window (``COMPACT_WINDOW`` tokens or less) gets the compact set: the
+core tools (``CORE_TOOLS``) with their descriptions cut to the first sentence, every
+other tool (built-in or MCP) behind ``tool_search``, so the first request fits.
 """
 
 from __future__ import annotations
@@ -16,8 +20,11 @@ from turnstoned import tools as registry
 from turnstoned.core.handles import (
     EXPANDED_KEY,
     TOOL_SEARCH,
+    BuiltinTool,
     McpToolHandle,
+    Searchable,
     ToolSearchHandle,
+    compact_schema,
     tool_search_schema,
 )
 from turnstoned.tools.base import (
@@ -29,6 +36,13 @@ from turnstoned.tools.base import (
 if TYPE_CHECKING:
     from turnstoned.mcp.manager import MCPManager
 
+COMPACT_WINDOW = 8_192  # tokens: at or below, the compact tool set (and system prompt)
+CORE_TOOLS = frozenset({"read_file", "edit_file", "write_file", "bash", "search"})
+
+
+def compact(env: SessionEnv) -> bool:
+    """The session's model has a small window: show it the compact prompt and tools."""
+    return env.settings.context_window <= COMPACT_WINDOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,23 +87,31 @@ def build(kind: AgentKind, env: SessionEnv, search: SearchSettings) -> Toolset:
     out = Toolset(schemas=schemas, handles=handles)
     if manager is not None:
         out.handles.update({t.name: McpToolHandle(t, manager) for t in mcp_tools})
+    expanded = set(env.persisted.get(EXPANDED_KEY, []))
+    small = compact(env)
+    builtin_later: list[Searchable] = []
+    if small:
+        shown = [s for s in schemas if kind == "coordinator"
+                 or s["function"]["name"] in CORE_TOOLS | expanded]
+        builtin_later = [BuiltinTool.of(s) for s in schemas if s not in shown]
+        schemas = [compact_schema(s) for s in shown]
     total = len(schemas) + len(mcp_tools)
     active = kind != "task" and mcp_tools and (
-        search.mode == "on" or (search.mode == "auto" and total > search.threshold))
-    if not active:
+        small or search.mode == "on" or (search.mode == "auto" and total > search.threshold))
+    if not active and not builtin_later:
         out.schemas = schemas + [t.openai_schema() for t in mcp_tools]
         return out
-    expanded = set(env.persisted.get(EXPANDED_KEY, []))
-    visible = [t for t in mcp_tools if t.name in expanded]
-    deferred = [t for t in mcp_tools if t.name not in expanded]
+    visible = [t for t in mcp_tools if not active or t.name in expanded]
+    deferred: list[Searchable] = [*builtin_later, *(t for t in mcp_tools if t not in visible)]
     out.deferred = [t.name for t in deferred]
-    if search.native:
+    if search.native and not small:
         marked = [{**t.openai_schema(), "defer_loading": True} for t in deferred]
         out.schemas = schemas + [t.openai_schema() for t in visible] + marked
         return out
     for t in deferred:
         del out.handles[t.name]  # callable once a search expands it
-    out.schemas = schemas + [t.openai_schema() for t in visible]
+    out.schemas = schemas + [compact_schema(t.openai_schema()) if small else t.openai_schema()
+                             for t in visible]
     if deferred:
         servers = sorted({t.server for t in deferred})
         out.schemas.append(tool_search_schema(len(deferred), servers, search.max_results))

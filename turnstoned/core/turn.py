@@ -106,9 +106,10 @@ class TurnRunner:
 
     async def _loop(self) -> None:
         model = self.model_for(self.session.id)
-        self.session.env.settings.context_window = model.context_window
         self.session.env.settings.supports_vision = model.supports_vision
         compactor = compaction.compactor(self.session, self.config, model, self.sink)
+        # The window the prompt and tools are sized for: a smaller one the server named wins.
+        self.session.env.settings.context_window = compactor.limits().window
         for _ in range(self.config.session.max_rounds):
             reply = await self._call(model, compactor)
             batch = self._commit_assistant(reply)
@@ -123,7 +124,9 @@ class TurnRunner:
     # ----------------------------------------------------------- model call
 
     def _prompt(self, model: ModelSettings) -> tuple[list[dict[str, Any]], int]:
-        """The messages of the next model call, and their size with the tools in chars."""
+        """The messages of the next model call, and their size with the tools in chars
+        (the tools as well are built again: a refusal may have shown the window is small)."""
+        self.tools = self.session.toolset()
         messages = compaction.outgoing(self.session, model.name, self.session.history)
         self._fixed_chars = compaction.prompt_chars(messages[:1], self.tools.schemas)
         return messages, compaction.prompt_chars(messages, self.tools.schemas)
@@ -166,6 +169,7 @@ class TurnRunner:
             session_id=self.session.id, context_tokens=tokens,
             context_window=window, estimated=not reply.usage))
         self._reply_id = msg_id
+        self.session.last_finish = reply.finish_reason  # "length": cut at max_tokens
         return reply
 
     def _count_usage(self, prompt_chars: int, reply: ModelReply) -> int:

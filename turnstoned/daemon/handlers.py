@@ -91,9 +91,11 @@ async def session_start(get_engine: GetEngine, params: p.SessionStartParams) -> 
     params = msgspec.structs.replace(
         params, cwd=directory_param(params.cwd, "cwd"),
         workspace=directory_param(params.workspace, "workspace"))
-    session_id = get_engine().start_session(params).id
-    subscribe(session_id)
-    return p.SessionStartResult(session_id=session_id)
+    engine = get_engine()
+    session = engine.start_session(params)
+    subscribe(session.id)
+    return p.SessionStartResult(session_id=session.id,
+                                instructions=engine.instruction_files(session))
 
 
 @handles("session/list")
@@ -103,9 +105,11 @@ async def session_list(get_engine: GetEngine, params: None) -> p.SessionListResu
 
 @handles("session/resume")
 async def session_resume(get_engine: GetEngine, params: p.SessionRef) -> p.SessionResumeResult:
-    session = get_engine().resume(params.session_id)
+    engine = get_engine()
+    session = engine.resume(params.session_id)
     result = p.SessionResumeResult(session_id=session.id, session=session.info(),
-                                   items=session.items())
+                                   items=session.items(),
+                                   instructions=engine.instruction_files(session))
     subscribe(session.id)  # the live stream from here on, an open approval question included
     return result
 

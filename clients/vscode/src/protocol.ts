@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.10";
+export const PROTOCOL_REVISION = "1.11";
 
 /**
  * Text of an ``agentMessage`` item.

@@ -679,7 +679,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.10"
+M.PROTOCOL_REVISION = "1.11"
 
 --- Every method name of the protocol.
 M.methods = {
