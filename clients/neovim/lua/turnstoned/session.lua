@@ -68,6 +68,8 @@ local function working(chat)
   chat:working(lhs and ('working… (%s interrupts)'):format(lhs) or 'working…')
 end
 
+local remember_undo
+
 local DECIDED = { approve = 'running', always = 'running', auto = 'running', deny = 'declined',
   timeout = 'declined', cancelled = 'cancelled' }
 
@@ -188,6 +190,38 @@ local handlers = {
   end,
 }
 
+--- Another client undid or redid turns of a chat open here: its redo is ours too.
+---@param chat turnstoned.Chat
+---@param kind 'undo'|'redo'
+---@param data {undoId?: string, turnIds?: string[], rewound?: boolean}
+remember_undo = function(chat, kind, data)
+  if type(data.undoId) ~= 'string' then
+    return
+  end
+  chat.undos = chat.undos or {}
+  local known
+  for _, u in ipairs(chat.undos) do
+    if u.id == data.undoId then
+      known = u
+    end
+  end
+  if kind == 'redo' then
+    if known then
+      known.redone = true
+    end
+    for _, t in ipairs(chat.turns or {}) do
+      if t.undone == data.undoId then
+        t.undone = nil
+      end
+    end
+  elseif not known then
+    table.insert(chat.undos, { id = data.undoId, rewound = data.rewound == true })
+    for _, id in ipairs(data.turnIds or {}) do
+      M.turn(chat, id).undone = data.undoId
+    end
+  end
+end
+
 --- A session-level notice: in its transcript; the model's `notify` also as a notification,
 --- whether or not that session is open here.
 ---@param p turnstoned.SessionNotice
@@ -201,7 +235,9 @@ local function notice(p)
     local chat = chats[p.sessionId]
     if not chat or chat.own_undo then
       return
-    elseif type(p.data) == 'table' and p.data.rewound then -- another client moved the conversation
+    end
+    remember_undo(chat, p.kind, type(p.data) == 'table' and p.data or {})
+    if type(p.data) == 'table' and p.data.rewound then -- another client moved the conversation
       return M.redraw(chat, function()
         require('turnstoned.notices').live(chat, p)
       end)

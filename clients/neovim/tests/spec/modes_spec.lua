@@ -108,6 +108,7 @@ H.test('a new session starts in the configured mode; a plan is asked as a plan a
   H.ok(H.text(chat.buf):find('approval mode: **auto** (was plan)', 1, true), H.text(chat.buf))
   config.mode = nil
   vim.g.turnstoned = config
+  vim.fn.writefile(H.screen(assert(require('turnstoned.ui').chat_win())), H.artifacts .. '/modes-screen.txt')
 end)
 
 H.run()
