@@ -1,7 +1,8 @@
 // Drives the workbench of code-server in headless Chromium through what a new user does:
-// open the chat, ask for an edit, review it in the diff editor, approve, see the file change,
-// interrupt a long command, reload the window and find the session again, compact the
-// conversation, and look at a preview the model opened.
+// open the chat, ask for an edit, review it in the diff editor and add a line to the proposal,
+// approve, see the file change and the turn's changes, interrupt a long command, reload the
+// window and find the session again, compact the conversation, look at a preview the model
+// opened, and change the chat's approval mode from the status bar.
 // Usage: node drive.mjs WORKBENCH_URL PROJECT_DIR ARTIFACT_DIR
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -73,7 +74,10 @@ try {
   await page.goto(url);
   await openChat();
   await page.locator('.statusbar-item:has-text("scripted · MCP 1/1")').first().waitFor();
-  await shot("e2e-01-chat-open", "the turnstoned chat view; the status bar: daemon up, the model from settings, 1 of 1 MCP servers connected");
+  // The machine setting's mode, not the workspace's full-access: in the status bar and the header.
+  await page.locator('.statusbar-item:has-text("Read-only")').first().waitFor();
+  await until("the header's mode", async () => (await chat().locator("#mode").inputValue().catch(() => "")) === "read-only");
+  await shot("e2e-01-chat-open", "the turnstoned chat view; the status bar: daemon up, the model from settings, 1 of 1 MCP servers connected, the approval mode");
 
   // 2. Ask for an edit. The first session in this folder finds its .mcp.json: a modal shows
   // exactly what would run before anything does.
@@ -96,10 +100,16 @@ try {
   await page.locator(".monaco-diff-editor").first().waitFor();
   const approveAction = page.locator('.editor-actions .action-label[aria-label="Approve This Edit"]').first();
   await approveAction.waitFor();
-  await shot("e2e-04-diff-review", "the proposal in the native diff editor, Approve / Deny in its title bar");
+  // The proposed side is editable: a line added there is written with the model's change.
+  await page.locator(".monaco-diff-editor .editor.modified .view-lines").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("# reviewed in the diff editor");
+  await page.locator('.monaco-diff-editor .editor.modified .view-lines:has-text("# reviewed in the diff editor")').first().waitFor();
+  await shot("e2e-04-diff-review", "the proposal in the native diff editor, a line added to its proposed side; Approve / Deny in its title bar");
   await approveAction.click();
   const file = path.join(project, "app.py");
   await until("app.py to change", () => fs.readFileSync(file, "utf8").includes("return 'hello'"));
+  if (!fs.readFileSync(file, "utf8").includes("# reviewed in the diff editor")) throw new Error(`app.py lacks the line added in the review: ${fs.readFileSync(file, "utf8")}`);
   await chat().locator(".entry.agent:not(.streaming) .code").waitFor();
   await until("the diff editor to close", async () => (await page.locator(".monaco-diff-editor").count()) === 0, 10_000);
   await page.keyboard.press("Control+P");
@@ -122,6 +132,14 @@ try {
   await runCommand("turnstoned: Add File to Chat");
   await chat().locator('#attachments .chip:has-text("app.py")').waitFor();
   await chat().locator("#attachments .chip button").click();
+
+  // The turn's changes: app.py, its diff before the turn ↔ now in the diff editor.
+  const changed = chat().locator('.entry.changes li.changed-file:has-text("app.py")');
+  await changed.waitFor();
+  await changed.locator("button[data-action=showChange]").click();
+  await page.locator('.tab:has-text("before the turn")').first().waitFor();
+  await page.locator('.monaco-diff-editor .editor.original .view-lines:has-text("return \'hi\'")').first().waitFor();
+  await shot("e2e-06b-turn-changes", "the turn's changes under its answer (Diff / Keep / Undo, Undo turn); app.py before the turn beside the file now");
 
   // 4. A long command: approve, watch its live output, interrupt it.
   await ask("Run the slow build");
@@ -182,6 +200,15 @@ try {
   await preview.locator(".md table td").first().waitFor();
   await page.locator('.tab:has-text("Release notes")').first().waitFor();
   await shot("e2e-14-preview", "a preview the model opened (open_preview of NOTES.md): rendered markdown in a panel beside the editor");
+
+  // 9. The approval mode from the status bar: a quick pick of the modes; the header follows.
+  await page.locator('.statusbar-item:has-text("Read-only")').first().click();
+  const auto = page.locator('.quick-input-list .monaco-list-row:has-text("Auto")').first();
+  await auto.waitFor();
+  await shot("e2e-15-approval-mode", "the approval modes, from the status bar: what each runs without asking");
+  await auto.click();
+  await page.locator('.statusbar-item:has-text("Auto")').first().waitFor();
+  await until("the header's mode", async () => (await chat().locator("#mode").inputValue()) === "auto");
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
