@@ -423,3 +423,13 @@ async def test_a_turn_cancelled_while_the_model_hangs(acp: Any, tmp_path: Path,
     await client.wait_for(lambda: "partial" in client.text(sid))
     client.notify("session/cancel", {"sessionId": sid})
     assert (await asyncio.wait_for(running, 5))["stopReason"] == "cancelled"
+
+
+async def test_a_reply_cut_at_its_token_limit_is_max_tokens_and_a_filtered_one_refusal(
+        acp: Any, tmp_path: Path) -> None:
+    client = await acp()
+    await client.initialize()
+    sid = await client.new_session(tmp_path)
+    assert (await client.prompt(sid, "long"))["stopReason"] == "max_tokens"
+    assert (await client.prompt(sid, "refuse"))["stopReason"] == "refusal"
+    assert (await client.prompt(sid, "hello"))["stopReason"] == "end_turn"

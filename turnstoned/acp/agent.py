@@ -164,6 +164,7 @@ class Agent:
     def _engine_built(self, engine: Engine) -> None:
         self.sink.parent_of = engine.parent_of
         self.sink.tasks_of = lambda session_id: _tasks(engine, session_id)
+        self.sink.finish_of = lambda session_id: _finish(engine, session_id)
 
     async def _read_change(self, session_id: str, call_id: str) -> p.FileChangeReadResult:
         return await (await self.engines.get()).read_file_change(session_id, call_id)
@@ -421,6 +422,11 @@ class Agent:
         if inspect.isawaitable(result):
             result = await result
         return msgspec.to_builtins(result)
+
+
+def _finish(engine: Engine, session_id: str) -> str | None:
+    live = engine.sessions.live.get(session_id)
+    return live.last_finish if live is not None else None
 
 
 def _tasks(engine: Engine, session_id: str) -> list[Any]:

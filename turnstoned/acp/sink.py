@@ -127,6 +127,8 @@ class AcpSink:
         self.parent_of: Callable[[str], str | None] = lambda session_id: None
         self.tasks_of: Callable[[str], list[Any]] = lambda session_id: []
         self.config_options: Callable[[str], list[JSON]] = lambda mode: []
+        # How the session's last model reply ended (its finish_reason), for the stopReason.
+        self.finish_of: Callable[[str], str | None] = lambda session_id: None
         self.questions: dict[str, Question] = {}  # config path -> the open trust question
         self._handlers: dict[type, Callable[[Any, View], None]] = {
             p.ItemStarted: self._started, p.ItemCompleted: self._completed,
@@ -361,6 +363,9 @@ class AcpSink:
     def _turn_completed(self, event: p.TurnCompleted, view: View) -> None:
         if event.checkpoint is not None and event.checkpoint.files:
             view.changed_turns.append(event.turn_id)
+        finish = self.finish_of(view.session_id)
+        if finish is not None:
+            view.finish_reasons[event.turn_id] = finish
         waiter = view.turns.pop(event.turn_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(event)
