@@ -393,7 +393,10 @@ export class Checkpoints {
     ], { title: "Undo this turn", placeHolder: "The turns after it are undone too" });
     if (!how) return;
     const result = await this.undo(sessionId, turnId, { rewind: how === "rewind" });
-    if (result) await this.undone(sessionId, result, how === "rewind");
+    if (!result) return;
+    await this.undone(sessionId, result, how === "rewind");
+    // The rewound prompt goes back into the composer, to edit and send again.
+    if (how === "rewind" && result.prompt) this.view.post({ type: "draft", text: result.prompt });
   }
 
   async redo(sessionId: string, undoId: string): Promise<void> {

@@ -75,6 +75,8 @@ export type ToWebview =
   /** What a turn changed (redrawn history has no turn/completed to carry it). */
   | { type: "changes"; turnId: string; files: ChangedFile[]; undoable: boolean; note: string | null }
   | ({ type: "undone" } & UndoInfo)
+  /** Text for the composer (the prompt of a rewound turn, to edit and send again). */
+  | { type: "draft"; text: string }
   | { type: "sent"; text: string; queued: boolean; turnId?: string }
   | { type: "sendFailed"; text: string; message: string };
 

@@ -108,6 +108,10 @@ function receive(message: ToWebview): void {
     case "mode": state.mode = { mode: message.mode, pending: message.pending, sandbox: message.sandbox }; break;
     case "changes": state = applyChanges(state, message.turnId, message.files, message.undoable, message.note); break;
     case "undone": state = applyUndo(state, message); break;
+    case "draft":
+      if (!input.value.trim()) input.value = message.text;
+      input.focus();
+      break;
     case "event": state = applyEvent(state, message.event); break;
     case "approval": state = applyApproval(state, message.cycle, features.perCallDecisions); break;
     case "approvalCleared": state = clearCycle(state, message.cycleId, message.decision, message.calls); break;

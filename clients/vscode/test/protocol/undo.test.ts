@@ -127,6 +127,26 @@ describe("undo and review of turns, against the real daemon", () => {
     expect(changes(reloaded)[0]!.files.map((f) => [path.basename(f.path), f.kind])).toEqual([["a.txt", "modify"]]);
   });
 
+  it("undo and rewind: files and conversation go back, the prompt returns to the composer; redo brings both back", async () => {
+    const a = path.join(t.work, "a.txt");
+    fs.writeFileSync(a, "zero\n");
+    const host = await ready([{ toolCalls: [write("w1", "a.txt", "one\n")] }, { text: "Wrote one." }], AUTO);
+    host.fromPage({ type: "send", text: "write one" });
+    await turnEnded(host);
+    host.respond = (s) => (s.kind === "pick" ? "Undo and rewind the conversation" : undefined);
+    host.fromPage({ type: "undoTurn", turnId: changes(host)[0]!.turnId });
+    await host.until("the draft", () => Boolean(last(host, "draft")));
+    expect(last(host, "draft")).toEqual({ type: "draft", text: "write one" });
+    expect(fs.readFileSync(a, "utf8")).toBe("zero\n");
+    expect(pageState(host.posted).entries.map((e) => e.kind)).toEqual(["undo"]);
+    host.fromPage({ type: "redo", undoId: undos(host)[0]!.undoId });
+    await host.until("the conversation back", () => pageState(host.posted).entries.some((e) => e.kind === "user"));
+    expect(fs.readFileSync(a, "utf8")).toBe("one\n");
+    const page = pageState(host.posted);
+    expect(page.entries.map((e) => e.kind)).toEqual(["user", "tool", "agent", "changes", "undo"]);
+    expect(page.entries.find((e): e is UserEntry => e.kind === "user")?.turnId).toBe(changes(host)[0]!.turnId);
+  });
+
   it("an earlier prompt edited and rerun: rewound here, then forked into a new chat", { timeout: 60000 }, async () => {
     const a = path.join(t.work, "a.txt");
     fs.writeFileSync(a, "zero\n");
