@@ -312,8 +312,9 @@ function Chat:changes_block(turn_id, cp)
   local count = #files == 1 and '1 file' or ('%d files'):format(#files)
   local lines = { ('📝 changes in this turn: %s (:Turnstoned changes · undo)'):format(count) }
   if cp.undoable == false then
-    lines[1] = ('📝 changes in this turn: %s · cannot be undone: %s'):format(count,
-      type(cp.note) == 'string' and cp.note or 'no checkpoint')
+    local why = type(cp.note) == 'string' and cp.note or 'no checkpoint'
+    lines[1] = #files == 0 and ("📝 this turn's changes cannot be undone: " .. why)
+      or ('📝 changes in this turn: %s · cannot be undone: %s'):format(count, why)
   end
   for i, f in ipairs(files) do
     if i > LISTED then
