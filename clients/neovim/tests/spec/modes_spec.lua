@@ -44,13 +44,29 @@ H.test('an auto-mode session runs a command in the sandbox unasked; its line say
   local chat = session.current()
   H.wait_turns(chat, 1)
   H.eq(#seen, 0, 'questions')
-  H.eq(vim.fn.filereadable(H.workspace .. '/x'), 1, 'x exists')
+  H.eq(vim.fn.filereadable(H.workspace .. '/x'), 1, 'x exists: ' .. H.text(chat.buf))
   local text = H.text(chat.buf)
   H.ok(text:find('⚙ bash: touch x  [sandboxed]', 1, true), 'the badge on its line:\n' .. text)
   H.ok(text:find('✓ ran unasked: auto', 1, true), 'why it ran unasked:\n' .. text)
   H.eq(session.mode(chat), 'auto', "the session's mode (the daemon's default here)")
   H.ok(winbar():find('mode auto', 1, true), 'the winbar: ' .. winbar())
   H.ok(turnstoned.status():find('^turnstoned auto · '), 'the statusline component: ' .. turnstoned.status())
+end)
+
+H.test("a command asking to leave the sandbox is asked, with the model's reason", function()
+  local chat = session.current()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'Deny')
+  end)
+  H.stub_input('')
+  model.push({ tool_calls = { { 'call-esc', 'bash',
+    '{"command": "touch outside", "escalate": true, "reason": "it needs to run outside the sandbox"}' } } },
+    { text = 'Stayed inside.' })
+  turnstoned.ask('Touch it outside')
+  H.wait_turns(chat, 2)
+  H.eq(#seen, 1, 'questions')
+  H.ok(seen[1].prompt:find('[escalated]', 1, true), seen[1].prompt)
+  H.ok(seen[1].prompt:find('leaves the sandbox: [^\n]*it needs to run outside the sandbox'), seen[1].prompt)
 end)
 
 H.test(':Turnstoned mode sets the mode; modeChanged redraws the winbar and fires the User event', function()
@@ -71,7 +87,7 @@ H.test(':Turnstoned mode sets the mode; modeChanged redraws the winbar and fires
   H.stub_input('')
   model.push({ tool_calls = { { 'call-touch2', 'bash', '{"command": "touch y"}' } } }, { text = 'Asked.' })
   turnstoned.ask('Touch y')
-  H.wait_turns(chat, 2)
+  H.wait_turns(chat, 3)
   H.eq(#seen, 1, 'questions in read-only mode')
   H.ok(seen[1].prompt:find('touch y', 1, true), seen[1].prompt)
   -- Without a name, the modes are offered.
@@ -93,7 +109,14 @@ H.test('a new session starts in the configured mode; a plan is asked as a plan a
   vim.g.turnstoned = config
   turnstoned.new_session()
   local chat = session.current()
+  local shown
   local seen = H.stub_select(function(_, labels)
+    for _, win in ipairs(api.nvim_list_wins()) do
+      local buf = api.nvim_win_get_buf(win)
+      if api.nvim_buf_get_name(buf):find('turnstoned://approval/', 1, true) then
+        shown = H.text(buf)
+      end
+    end
     return H.find(labels, 'Approve the plan')
   end)
   model.push({ tool_calls = { { 'call-plan', 'propose_plan', vim.json.encode({ plan = '# Tidy up\n1. Remove x\n2. Say so' }) } } },
@@ -102,6 +125,8 @@ H.test('a new session starts in the configured mode; a plan is asked as a plan a
   H.wait_turns(chat, 1)
   H.eq(#seen, 1, 'questions')
   H.ok(seen[1].prompt:find('^Approve this plan%? 📋 plan: Tidy up'), seen[1].prompt)
+  H.ok(shown and shown:find('    # Tidy up\n    1. Remove x\n    2. Say so', 1, true), 'the plan beside the question: '
+    .. tostring(shown))
   H.wait('the switch to auto', function()
     return chat.mode == 'auto'
   end)
