@@ -208,7 +208,9 @@ try {
   await shot("e2e-15-approval-mode", "the approval modes, from the status bar: what each runs without asking");
   await auto.click();
   await page.locator('.statusbar-item:has-text("Auto")').first().waitFor();
-  await until("the header's mode", async () => (await chat().locator("#mode").inputValue()) === "auto");
+  // The chat's webview is the first of the two now open.
+  const chatPage = page.frameLocator("iframe.webview.ready >> nth=0").frameLocator("iframe#active-frame");
+  await until("the header's mode", async () => (await chatPage.locator("#mode").inputValue()) === "auto");
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
