@@ -433,3 +433,62 @@ async def test_a_reply_cut_at_its_token_limit_is_max_tokens_and_a_filtered_one_r
     assert (await client.prompt(sid, "long"))["stopReason"] == "max_tokens"
     assert (await client.prompt(sid, "refuse"))["stopReason"] == "refusal"
     assert (await client.prompt(sid, "hello"))["stopReason"] == "end_turn"
+
+
+async def test_plan_mode_proposes_a_plan_and_its_approval_switches_to_auto(
+        acp: Any, tmp_path: Path, isolated_home: Path) -> None:
+    write_config(isolated_home, '[approvals]\nmode = "plan"\n')
+    client = await acp()
+    client.on_request = answer("allow_once")
+    await client.initialize()
+    sid = await client.new_session(tmp_path)
+    plan = json.dumps({"plan": "# Fix it\n1. Read the code\n2. Fix the bug\n- Run the tests"})
+    assert (await client.prompt(sid, f"call `propose_plan` with `{plan}`"))["stopReason"] \
+        == "end_turn"
+    (entries,) = [u["entries"] for u in client.of("plan", sid)]
+    assert [e["content"] for e in entries] == ["Read the code", "Fix the bug", "Run the tests"]
+    assert {e["status"] for e in entries} == {"pending"}
+    asked = client.asked[0][1]["toolCall"]
+    assert asked["kind"] == "switch_mode"
+    assert "Read the code" in "".join(c["content"]["text"] for c in asked["content"])
+    assert client.of("current_mode_update", sid)[-1]["currentModeId"] == "auto"
+
+
+async def test_a_coordinators_task_list_is_a_plan(acp: Any, tmp_path: Path) -> None:
+    client = await acp()
+    client.on_request = answer("allow_once", "allow_once")
+    await client.initialize()
+    sid = await client.new_session(tmp_path, _meta={"turnstoned": {"kind": "coordinator"}})
+    await client.prompt(sid, 'call `tasks` with `{"action": "add", "title": "Write the docs"}`')
+    await client.prompt(sid, 'call `tasks` with `{"action": "add", "title": "Ship it", '
+                             '"status": "blocked", "note": "waits for review"}`')
+    plans = [u["entries"] for u in client.of("plan", sid)]
+    assert plans[-1] == [
+        {"content": "Write the docs", "priority": "medium", "status": "pending"},
+        {"content": "Ship it (blocked) — waits for review", "priority": "medium",
+         "status": "pending"}]
+    assert client.calls(sid) and {c["kind"] for c in client.calls(sid).values()} == {"think"}
+
+
+async def test_a_notice_for_the_user_is_a_message_without_the_notices_capability(
+        acp: Any, tmp_path: Path) -> None:
+    client = await acp()
+    client.on_request = answer("allow_once")
+    await client.initialize()
+    sid = await client.new_session(tmp_path)
+    await client.prompt(sid, 'call `notify` with `{"message": "The build is done"}`')
+    quoted = [c["content"]["text"] for c in client.of("agent_message_chunk", sid)
+              if c["messageId"].startswith("notice_")]
+    assert quoted and "> " in quoted[0] and "The build is done" in quoted[0]
+
+
+async def test_a_configuration_that_cannot_be_used_is_an_error_on_each_request(
+        acp: Any, tmp_path: Path, isolated_home: Path) -> None:
+    write_config(isolated_home, '[tools]\ntimeout = "soon"\n')
+    client = await acp()
+    await client.initialize()  # answered before the configuration is read
+    for _ in range(2):
+        with pytest.raises(AcpFailure) as failed:
+            await client.new_session(tmp_path)
+        assert failed.value.code == -32014 and failed.value.data == {"kind": "configError"}
+        assert "timeout" in failed.value.message

@@ -31,6 +31,7 @@ unified diff.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 from collections.abc import Callable
@@ -52,6 +53,8 @@ JSON = dict[str, Any]
 SNAPSHOT_LIMIT = 4 << 20  # bytes of a file read for an edit's whole-text diff
 OUTPUT_EVERY = 0.1  # seconds between two updates of a command's streamed output
 EXTENSION = "_turnstoned/"
+# Notices for the user that a client without ``session.notices`` gets as an agent message.
+TOLD_NOTICES = ("notify", "watch", "outputGuard", "checkpointsOff", "backgroundShell/exited")
 Question = p.McpTrustRequestParams | p.PolicyTrustRequestParams
 
 
@@ -130,6 +133,7 @@ class AcpSink:
         # How the session's last model reply ended (its finish_reason), for the stopReason.
         self.finish_of: Callable[[str], str | None] = lambda session_id: None
         self.questions: dict[str, Question] = {}  # config path -> the open trust question
+        self._notices = itertools.count(1)
         self._handlers: dict[type, Callable[[Any, View], None]] = {
             p.ItemStarted: self._started, p.ItemCompleted: self._completed,
             p.AgentMessageDelta: self._message, p.ReasoningDelta: self._thought,
@@ -387,6 +391,11 @@ class AcpSink:
             title = (event.text.splitlines() or [""])[0][:200] or event.kind
             self.update(view.session_id, {"sessionUpdate": "notice", "severity": severity,
                                           "title": title, "description": event.text})
+        elif event.kind in TOLD_NOTICES:  # a message of its own, set apart as a quote
+            quoted = "\n".join(f"> {line}" for line in event.text.splitlines())
+            self.update(view.session_id, updates.chunk(
+                "agent_message_chunk", f"\n\n{quoted}\n\n",
+                f"notice_{next(self._notices)}"))
 
     def _compacted(self, event: p.SessionCompacted, view: View) -> None:
         if self.has("compaction"):
