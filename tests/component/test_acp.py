@@ -492,3 +492,17 @@ async def test_a_configuration_that_cannot_be_used_is_an_error_on_each_request(
             await client.new_session(tmp_path)
         assert failed.value.code == -32014 and failed.value.data == {"kind": "configError"}
         assert "timeout" in failed.value.message
+
+
+async def test_closing_stdin_ends_the_turn_and_its_prompt_is_still_answered(
+        acp: Any, tmp_path: Path, model: ScriptedModel) -> None:
+    client = await acp()
+    await client.initialize()
+    sid = await client.new_session(tmp_path)
+    model.push(hang(30, after_text="working "))
+    running = asyncio.get_running_loop().create_task(client.prompt(sid, "hello"))
+    await client.wait_for(lambda: "working" in client.text(sid))
+    assert client.proc.stdin is not None
+    client.proc.stdin.close()
+    assert (await asyncio.wait_for(running, 10))["stopReason"] == "cancelled"
+    assert await asyncio.wait_for(client.proc.wait(), 15) == 0

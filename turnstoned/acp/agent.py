@@ -352,7 +352,10 @@ class Agent:
         try:
             done = await asyncio.shield(waiter)
         except asyncio.CancelledError:  # the client withdrew the request: stop the turn
-            engine.interrupt(view.session_id, None)
+            try:
+                engine.interrupt(view.session_id, None)
+            except EngineError as exc:  # the session closed meanwhile
+                log.info("interrupting %s: %s", view.session_id, exc.message)
             raise
         reason = stop_reason(done, view.finish_reasons.pop(turn_id, None))
         result: JSON = {"stopReason": reason}

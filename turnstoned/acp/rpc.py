@@ -85,6 +85,7 @@ class Peer:
         self._serving: dict[int | str, asyncio.Task[None]] = {}  # the client's open requests
         self._encoder = msgspec.json.Encoder()
         self.closed = False
+        self.reading = True
 
     # ----------------------------------------------------------- registration
 
@@ -118,6 +119,8 @@ class Peer:
                    ) -> Any:
         """Send a request and wait for its result; ``RemoteError`` when the client answered
         with an error. Cancelling the wait withdraws the request (``$/cancel_request``)."""
+        if not self.reading:
+            raise ConnectionError("the client closed the connection")
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[msg_id] = future
@@ -166,7 +169,7 @@ class Peer:
                     skipping = True
                     self._error(None, INVALID_REQUEST,
                                 f"a message over {self.max_line} bytes was skipped")
-        self.close()
+        self.eof()
 
     def _line(self, line: bytes) -> None:
         try:
@@ -265,12 +268,18 @@ class Peer:
         except Exception:  # nobody to answer: log it and go on
             log.exception("notification %s failed", method)
 
-    def close(self) -> None:
-        """The connection ended: our requests fail, nothing more is sent."""
-        self.closed = True
+    def eof(self) -> None:
+        """The client closed its end: no answer can come any more, so our requests fail
+        (what is still written, the answers of requests under way, may yet be read)."""
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ConnectionError("the client closed the connection"))
+        self.reading = False
+
+    def close(self) -> None:
+        """The connection ended: our requests fail, nothing more is sent."""
+        self.eof()
+        self.closed = True
 
 
 def decode(params_type: type | None, raw: Any) -> Any:
