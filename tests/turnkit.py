@@ -14,9 +14,9 @@ from turnstoned.core.engine import Engine
 
 
 async def run(engine: Engine, sink: RecordingSink, session_id: str, prompt: str,
-              timeout: float = 20.0) -> dict[str, Any]:
+              timeout: float = 20.0, editor: p.EditorState | None = None) -> dict[str, Any]:
     """Start a turn (it must not be queued) and return its ``turn/completed``."""
-    turn_id, queued = engine.start_turn(session_id, [prompt])
+    turn_id, queued = engine.start_turn(session_id, [prompt], editor)
     assert not queued
     return await sink.wait_for("turn/completed", lambda e: e["turnId"] == turn_id, timeout)
 

@@ -61,6 +61,8 @@ class Client:
         self.approval_handler: ApprovalHandler = _deny
         # Without one, mcpServer/requestTrust is answered -32601: nothing is trusted.
         self.trust_handler: TrustHandler | None = None
+        # Other daemon requests this client answers: method -> handler of the raw params.
+        self.request_handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {}
         self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -145,6 +147,8 @@ class Client:
         elif msg["method"] == "mcpServer/requestTrust" and self.trust_handler is not None:
             answer = await self.trust_handler(
                 msgspec.convert(msg["params"], p.McpTrustRequestParams))
+        elif msg["method"] in self.request_handlers:  # e.g. editor/* for an editor's services
+            answer = await self.request_handlers[msg["method"]](msg.get("params") or {})
         else:
             self._send({"jsonrpc": "2.0", "id": msg["id"],
                         "error": {"code": -32601, "message": f"unknown method {msg['method']}"}})
@@ -173,9 +177,14 @@ class Client:
 
     # ----------------------------------------------------------- lifecycle
 
-    async def initialize(self) -> dict[str, Any]:
-        result = await self.request("initialize", {"processId": os.getpid(), "capabilities": {},
-                                                   "clientInfo": {"name": "turnstoned.client"}})
+    async def initialize(self, options: p.InitializationOptions | None = None) -> dict[str, Any]:
+        """``options``: what this client serves the daemon (answer those requests through
+        ``request_handlers``)."""
+        params: dict[str, Any] = {"processId": os.getpid(), "capabilities": {},
+                                  "clientInfo": {"name": "turnstoned.client"}}
+        if options is not None:
+            params["initializationOptions"] = msgspec.to_builtins(options)
+        result = await self.request("initialize", params)
         self.notify("initialized", {})
         return dict(result)
 

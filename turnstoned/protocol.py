@@ -30,8 +30,11 @@ PROTOCOL_VERSION = 1
 # ``escalation`` on approval items, ``sandbox`` in daemon/health); "1.10" adds checkpoints
 # and undo (``checkpoint`` on turn/completed, turn/changes, turn/undo, turn/redo,
 # session/fork, the ``undo`` and ``redo`` notices); "1.11" adds the project instructions
-# the model reads (``instructions`` on session/start and session/resume results).
-PROTOCOL_REVISION = "1.11"
+# the model reads (``instructions`` on session/start and session/resume results); "1.12"
+# adds the editor: ``editor`` on turn/start, the editor services a client declares at
+# initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
+# ask it, and workspace/filesChanged.
+PROTOCOL_REVISION = "1.12"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -395,9 +398,50 @@ class SessionForkResult(Wire, kw_only=True):
     undo: TurnUndoResult | None = None
 
 
+class EditorRange(Wire, kw_only=True):
+    """A range in a file: lines and characters counted from 0, as LSP counts them."""
+
+    start_line: int
+    start_character: int = 0
+    end_line: int
+    end_character: int = 0
+
+
+DiagnosticSeverity = Literal["error", "warning", "information", "hint"]
+
+
+class EditorDiagnostic(Wire, kw_only=True):
+    """A problem the editor shows (from its language servers, linters, ...)."""
+
+    path: str  # absolute
+    range: EditorRange
+    severity: DiagnosticSeverity = "error"
+    message: str
+    source: str | None = None
+    code: str | None = None
+
+
+class EditorSelection(Wire, kw_only=True):
+    range: EditorRange
+    text: str = ""  # the selected text (the daemon shows the model at most 8,000 chars)
+
+
+class EditorState(Wire, kw_only=True):
+    """What the user has in front of them as they send a prompt: the model reads it, marked
+    as editor state, with that prompt."""
+
+    active_file: str | None = None  # absolute
+    language_id: str | None = None
+    selection: EditorSelection | None = None
+    visible: EditorRange | None = None
+    modified: bool = False  # the active file has unsaved changes
+    diagnostics: list[EditorDiagnostic] = []  # the active file's (at most 50 are shown)
+
+
 class TurnStartParams(Wire, kw_only=True):
     session_id: str
     input: list[InputItem]
+    editor: EditorState | None = None
 
 
 class TurnStartResult(Wire, kw_only=True):
@@ -915,13 +959,33 @@ class ClientInfo(Wire, kw_only=True):
     version: str | None = None
 
 
+class EditorCapabilities(Wire, kw_only=True):
+    """What an editor serves the daemon (its ``editor/*`` requests); each adds tools for the
+    model or makes tools read what the user sees."""
+
+    diagnostics: bool = False  # editor/diagnostics: the editor_diagnostics tool
+    open_files: bool = False  # editor/openFiles: the editor_open_files tool
+    symbols: bool = False  # editor/symbol: the editor_symbol tool (definition, references)
+    buffers: bool = False  # editor/buffers: tools read and edit unsaved buffer text
+
+
+class ClientOptions(Wire, kw_only=True):
+    editor: EditorCapabilities | None = None
+
+
+class InitializationOptions(Wire, kw_only=True):
+    turnstoned: ClientOptions | None = None
+
+
 class InitializeParams(Wire, kw_only=True):
-    """LSP's ``initialize`` params. The daemon reads none of them: sessions get their
-    directories from ``session/start``. Other LSP fields are accepted and ignored."""
+    """LSP's ``initialize`` params. Sessions get their directories from ``session/start``;
+    ``initializationOptions.turnstoned.editor`` says what the editor serves. Other LSP
+    fields are accepted and ignored."""
 
     process_id: int | None = None
     client_info: ClientInfo | None = None
     capabilities: dict[str, Any] = {}
+    initialization_options: InitializationOptions | None = None
 
 
 class TextDocumentSync(Wire, kw_only=True):
@@ -1073,6 +1137,88 @@ class McpTrustResponse(Wire, kw_only=True):
     decision: Literal["trust", "deny", "dismiss"]
 
 
+# ---------------------------------------------------------------- the editor's services
+
+
+class EditorDiagnosticsParams(Event, kw_only=True):
+    """``path`` null: every diagnostic the editor knows of in the workspace."""
+
+    session_id: str
+    path: str | None = None
+
+
+class EditorDiagnosticsResult(Wire, kw_only=True):
+    diagnostics: list[EditorDiagnostic]
+
+
+class EditorOpenFilesParams(Event, kw_only=True):
+    session_id: str
+
+
+class OpenFile(Wire, kw_only=True):
+    path: str  # absolute
+    modified: bool = False
+    active: bool = False
+
+
+class EditorOpenFilesResult(Wire, kw_only=True):
+    files: list[OpenFile]
+
+
+SymbolAction = Literal["definition", "references"]
+
+
+class EditorSymbolParams(Event, kw_only=True):
+    """The definition of, or the references to, the symbol at a position (from 0)."""
+
+    session_id: str
+    action: SymbolAction
+    path: str
+    line: int
+    character: int
+
+
+class EditorLocation(Wire, kw_only=True):
+    path: str
+    range: EditorRange
+    text: str | None = None  # the line there, when the editor has it at hand
+
+
+class EditorSymbolResult(Wire, kw_only=True):
+    locations: list[EditorLocation]
+
+
+class EditorBuffersParams(Event, kw_only=True):
+    session_id: str
+
+
+class EditorBuffer(Wire, kw_only=True):
+    path: str  # absolute
+    text: str
+
+
+class EditorBuffersResult(Wire, kw_only=True):
+    """The open buffers with unsaved changes (only those)."""
+
+    buffers: list[EditorBuffer]
+
+
+class ChangedPath(Wire, kw_only=True):
+    path: str  # absolute
+    # The change was made to the text of the editor's unsaved buffer: the file now holds
+    # that text with the change, so the buffer can be reloaded without losing anything.
+    from_buffer: bool = False
+
+
+class WorkspaceFilesChanged(Event, kw_only=True):
+    """Files a tool wrote; ``commands``: a command ran that may have changed any file (check
+    every open buffer against the disk)."""
+
+    session_id: str
+    files: list[ChangedPath] = []
+    commands: bool = False
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -1192,6 +1338,8 @@ METHODS: tuple[Method, ...] = (
           "Show a preview (web page, PDF, image, table, text, markdown) the model opened."),
     _note("mcpServer/statusChanged", McpServerStatusChanged,
           "An MCP server connected, failed, reconnected or changed its catalog counts."),
+    _note("workspace/filesChanged", WorkspaceFilesChanged,
+          "Tools changed files: reload unmodified buffers of them, warn about modified ones."),
     _lsp("$/cancelRequest", "daemon->client", "notification", CancelParams, None,
          "A daemon request (an approval, a trust question) is withdrawn: close its dialog; a "
          "late answer is ignored. Clients may send it too, for their own requests."),
@@ -1203,6 +1351,14 @@ METHODS: tuple[Method, ...] = (
            McpTrustResponse, "Ask whether the servers of a project's .mcp.json may run."),
     Method("policy/requestTrust", "daemon->client", "request", PolicyTrustRequestParams,
            McpTrustResponse, "Ask whether a workspace's policies file may allow tool calls."),
+    Method("editor/diagnostics", "daemon->client", "request", EditorDiagnosticsParams,
+           EditorDiagnosticsResult, "The diagnostics the editor shows for a file or the workspace."),
+    Method("editor/openFiles", "daemon->client", "request", EditorOpenFilesParams,
+           EditorOpenFilesResult, "The files open in the editor."),
+    Method("editor/symbol", "daemon->client", "request", EditorSymbolParams, EditorSymbolResult,
+           "Where a symbol is defined, or referenced, as the editor's language servers know."),
+    Method("editor/buffers", "daemon->client", "request", EditorBuffersParams,
+           EditorBuffersResult, "The text of open buffers with unsaved changes."),
 )
 
 METHODS_BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

@@ -32,7 +32,7 @@ import msgspec
 
 from turnstoned import protocol as p
 from turnstoned.config import ModelSettings
-from turnstoned.core import compaction, toolset
+from turnstoned.core import compaction, editor, toolset
 from turnstoned.core import messages as m
 from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import EventSink
@@ -164,6 +164,8 @@ class SubAgent:
     async def _loop(self, model: ModelSettings, compactor: Compactor) -> str:
         for _ in range(self.sessions.config.tools.agent_max_turns):
             reply_text, raws = await self._ask(model, self.schemas, compactor)
+            if raws:
+                await editor.load_buffers(self.env)
             batch = self.batch = Batch.prepare(self.setup, self.handles, raws)
             self.history.append(m.Message(role="assistant", content=reply_text,
                                           id=m.new_id("msg"), tool_calls=batch.records()))

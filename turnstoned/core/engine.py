@@ -167,8 +167,9 @@ class Engine:
 
     # ----------------------------------------------------------- turns
 
-    def start_turn(self, session_id: str, texts: list[str]) -> tuple[str, bool]:
-        return self.sessions.start_turn(session_id, texts)
+    def start_turn(self, session_id: str, texts: list[str],
+                   shown: p.EditorState | None = None) -> tuple[str, bool]:
+        return self.sessions.start_turn(session_id, texts, shown)
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
         self.sessions.interrupt(session_id, turn_id)

@@ -41,6 +41,9 @@ class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
     is_error: bool = False
     effect_status: p.EffectStatus | None = None
     notice: str | None = None  # set on user messages the daemon wrote (feedback, notices)
+    # What the editor showed as the user sent this message: the model reads it before the
+    # message's text; the transcript shows the text alone.
+    editor: str | None = None
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -103,6 +106,8 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": [label, *images]})
         else:
             content = m.content if m.content is not None else ""
+            if m.editor and isinstance(content, str):
+                content = f"{m.editor}\n\n{content}"
             before = out[-1] if out else None
             if (before is not None and (before is summary or m.notice == SUMMARY_NOTICE)
                     and before["role"] == "user" and isinstance(before["content"], str)

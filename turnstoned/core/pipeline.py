@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from turnstoned import protocol as p
-from turnstoned.core import approval
+from turnstoned.core import approval, editor
 from turnstoned.core import messages as m
 from turnstoned.core.approval import ApprovalPolicy
 from turnstoned.core.approval.edits import edit_note
@@ -215,6 +215,10 @@ class Batch:
         if setup.before_changes is not None:
             await setup.before_changes([c for c in runnable if not c.error])
         outcomes = await self._execute(runnable)
+        changed = editor.files_changed(setup.env, [o.call for o in outcomes
+                                                   if o.status == "completed"])
+        if changed is not None:
+            setup.sink.notify(changed)
         by_id = {o.call.call_id: o for o in outcomes} | denied
         return self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from turnstoned import protocol as p
 from turnstoned import sandbox
 from turnstoned.config import Config, ModelSettings, resolve_model
+from turnstoned.core import editor, wire
 from turnstoned.core import messages as m
-from turnstoned.core import wire
 from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
@@ -231,7 +231,10 @@ class Sessions:
 
     # ----------------------------------------------------------- turns
 
-    def start_turn(self, session_id: str, texts: list[str]) -> tuple[str, bool]:
+    def start_turn(self, session_id: str, texts: list[str],
+                   shown: p.EditorState | None = None) -> tuple[str, bool]:
+        """A turn for ``texts`` (or, when one runs, input queued for it); ``shown``: what the
+        editor showed as the user sent it (a queued input goes without it)."""
         session = self.get(session_id)
         text = "\n\n".join(t for t in texts if t)
         if not text.strip():
@@ -245,7 +248,8 @@ class Sessions:
         # chat templates refuse two in a row).
         earlier = session.take_queued()
         content = "\n\n".join([*(q.text() for q in earlier), text])
-        message = m.Message(role="user", content=content, id=m.new_id("user"))
+        message = m.Message(role="user", content=content, id=m.new_id("user"),
+                            editor=editor.render(shown, session.env.cwd) if shown else None)
         return self._launch(session, message, earlier), False
 
     def _launch(self, session: Session, message: m.Message, folded: list[m.Message]) -> str:

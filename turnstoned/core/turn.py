@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
 from turnstoned.config import Config, ModelSettings
-from turnstoned.core import compaction
+from turnstoned.core import compaction, editor
 from turnstoned.core import messages as m
 from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import EventSink
@@ -112,6 +112,8 @@ class TurnRunner:
         self.session.env.settings.context_window = compactor.limits().window
         for _ in range(self.config.session.max_rounds):
             reply = await self._call(model, compactor)
+            if reply.tool_calls:
+                await editor.load_buffers(self.session.env)
             batch = self._commit_assistant(reply)
             if not batch.calls:
                 if self._fold_queued():

@@ -42,7 +42,7 @@ READ_ONLY_TOOLS = frozenset({
     "read_file", "search", "diff_file", "open_preview", "web_fetch", "web_search", "memory",
     "recall", "notify", "skill", "use_prompt", "read_resource", "tasks", "watch",
     "propose_plan", "bash_output", "list_workstreams", "inspect_workstream",
-    "wait_for_workstream",
+    "wait_for_workstream", "editor_diagnostics", "editor_open_files", "editor_symbol",
 })
 _FILE_TOOLS = frozenset({"write_file", "edit_file"})
 _KINDS: dict[str, p.FileChangeKind] = {"added": "create", "modified": "modify",

@@ -140,7 +140,8 @@ async def session_compact(get_engine: GetEngine, params: p.SessionRef) -> p.Sess
 
 @handles("turn/start")
 async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.TurnStartResult:
-    turn_id, queued = get_engine().start_turn(params.session_id, [i.text for i in params.input])
+    turn_id, queued = get_engine().start_turn(params.session_id, [i.text for i in params.input],
+                                              params.editor)
     subscribe(params.session_id)  # whoever drives a turn sees it
     return p.TurnStartResult(turn_id=turn_id, queued=queued)
 

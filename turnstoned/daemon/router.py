@@ -35,11 +35,16 @@ import msgspec
 
 from turnstoned import protocol as p
 from turnstoned.daemon import rpc
+from turnstoned.tools.base import EditorUnavailable
 
 if TYPE_CHECKING:
     from turnstoned.daemon.transport import DaemonProtocol
 
 log = logging.getLogger(__name__)
+
+EDITOR_TIMEOUT = 10.0  # seconds an editor has to answer an editor/* request
+_EDITOR_FEATURES = {"editor/diagnostics": "diagnostics", "editor/openFiles": "open_files",
+                    "editor/symbol": "symbols", "editor/buffers": "buffers"}
 
 
 class Unanswerable(Exception):
@@ -284,6 +289,39 @@ class Router:
         except msgspec.ValidationError as exc:
             log.warning("approval answer is not valid (%s): %r", exc, raw)
             return p.ApprovalResponse(decision="deny", feedback=None)
+
+    # ----------------------------------------------------------- the editor's services
+
+    def features(self, session_id: str) -> p.EditorCapabilities:
+        """What the first editor following ``session_id`` that serves anything serves."""
+        for conn in self.followers_of(session_id):
+            if conn.protocol.editor is not None:
+                return conn.protocol.editor
+        return p.EditorCapabilities()
+
+    async def ask(self, params: p.Event, result: type[Any]) -> Any:
+        """An ``editor/*`` request to the first connection following the session whose editor
+        serves it; bounded by ``EDITOR_TIMEOUT`` (then withdrawn)."""
+        method = type(params).method
+        feature = _EDITOR_FEATURES[method]
+        serving = [c for c in self.followers_of(getattr(params, "session_id", ""))
+                   if c.protocol.editor is not None and getattr(c.protocol.editor, feature)]
+        if not serving:
+            raise EditorUnavailable(f"no editor following this session serves {method}")
+        conn, msg_id = serving[0], f"editor-{uuid.uuid4().hex}"
+        future = conn.protocol.send_request(method, rpc.encode(params), msg_id=msg_id)
+        try:
+            raw = await asyncio.wait_for(asyncio.wrap_future(future), EDITOR_TIMEOUT)
+        except TimeoutError as exc:
+            conn.protocol.withdraw_request(msg_id)
+            conn.notify(p.CancelParams(id=msg_id))
+            raise EditorUnavailable(f"{method} had no answer in {EDITOR_TIMEOUT:.0f} s") from exc
+        except Exception as exc:  # an error answer, or the connection closed
+            raise EditorUnavailable(f"{method} failed: {exc}") from exc
+        try:
+            return msgspec.convert(raw, result)
+        except msgspec.ValidationError as exc:
+            raise EditorUnavailable(f"{method}: the answer is not valid ({exc})") from exc
 
     async def request_mcp_trust(
         self, params: p.McpTrustRequestParams

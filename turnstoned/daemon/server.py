@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
     from turnstoned.config import Config
     from turnstoned.core.engine import Engine
-    from turnstoned.core.events import EventSink
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +61,7 @@ def _prewarm() -> None:
 class EngineHolder:
     """Builds the engine on first use: config, store and core stay off the cold start."""
 
-    def __init__(self, sink: EventSink, overrides: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, sink: Router, overrides: dict[str, dict[str, Any]]) -> None:
         self.sink = sink
         self.overrides = overrides
         self.engine: Engine | None = None
@@ -83,6 +82,7 @@ class EngineHolder:
             cfg = config.with_overrides(config.load(), self.overrides)
             self.on_config(cfg)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
+            self.engine.services.editor = self.sink  # the editors' diagnostics, buffers, ...
             self.engine.start()
             self._discover(cfg)
         except config.ConfigError as exc:

@@ -17,6 +17,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, lsp_method
@@ -50,6 +51,18 @@ def _initialize_result(name: str, version: str) -> p.InitializeResult:
         server_info=p.ServerInfo(name=name, version=version))
 
 
+def _editor_capabilities(options: Any) -> p.EditorCapabilities | None:
+    """The editor services a client declared at initialize (None: none, or unreadable)."""
+    if not isinstance(options, dict):
+        return None
+    try:
+        declared = msgspec.convert(options, p.InitializationOptions)
+    except msgspec.ValidationError as exc:
+        log.info("initializationOptions not understood (%s); no editor services", exc)
+        return None
+    return declared.turnstoned.editor if declared.turnstoned else None
+
+
 class DaemonProtocol(LanguageServerProtocol):
     """pygls' LSP protocol with turnstoned's capabilities in the ``initialize`` answer."""
 
@@ -59,6 +72,7 @@ class DaemonProtocol(LanguageServerProtocol):
         pygls' defaults, so an LSP host (vscode-languageclient, ``vim.lsp.start``) does not
         stream open buffers to it."""
         yield from super().lsp_initialize(params)
+        self.editor = _editor_capabilities(params.initialization_options)
         answer = rpc.encode(_initialize_result(self._server.name, self._server.version))
         self.server_capabilities = self._converter.structure(answer["capabilities"],
                                                              lsp.ServerCapabilities)
@@ -66,6 +80,8 @@ class DaemonProtocol(LanguageServerProtocol):
         return answer
 
     _server: Any  # the Daemon
+    # What the client's editor serves (``initializationOptions.turnstoned.editor``).
+    editor: p.EditorCapabilities | None = None
 
     def _send_response(self, msg_id: Any, result: Any = None,
                        error: lsp.ResponseError | None = None) -> None:

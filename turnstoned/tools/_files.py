@@ -69,6 +69,16 @@ def is_binary(head: bytes) -> bool:
     return b"\0" in head[:SNIFF_BYTES]
 
 
+def from_buffer(text: str, disk: bytes) -> bytes:
+    """An editor buffer's text as the file's bytes: its BOM and CRLF line endings kept
+    (editors hand buffers over with plain newlines)."""
+    if b"\r\n" in disk and "\r\n" not in text:
+        text = text.replace("\n", "\r\n")
+    data = text.encode("utf-8", errors="surrogatepass")
+    bom = "\ufeff".encode()
+    return bom + data if disk.startswith(bom) and not data.startswith(bom) else data
+
+
 def read_bytes(path: Path, display: str) -> bytes:
     """The whole file; raises FileProblem with read_file's texts for the usual failures."""
     try:

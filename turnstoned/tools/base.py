@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from turnstoned.protocol import (
     ApprovalMode,
+    EditorCapabilities,
     EffectStatus,
+    Event,
     FileChange,
     FileChangeKind,
     SandboxUse,
@@ -44,6 +46,23 @@ if TYPE_CHECKING:
 __all__ = ["EffectStatus"]
 
 log = logging.getLogger(__name__)
+
+class EditorUnavailable(Exception):
+    """No editor following the session serves this, or it did not answer in time."""
+
+
+class EditorLink(Protocol):
+    """The editor(s) following a session, for what only they know (``editor/*`` requests)."""
+
+    def features(self, session_id: str) -> EditorCapabilities:
+        """What an editor following ``session_id`` serves (nothing when none does)."""
+        ...
+
+    async def ask(self, params: Event, result: type[Any]) -> Any:
+        """Ask an editor following ``params.session_id`` that serves the request; its answer
+        as ``result``. Raises EditorUnavailable."""
+        ...
+
 
 # The session's approval mode, in its persisted state (``SessionEnv.persisted``).
 MODE_KEY = "approval_mode"
@@ -202,6 +221,8 @@ class Services:
     coordinator: Coordination | None = None
     # Change a session's approval mode: (session_id, mode) (an approved plan leaves plan mode).
     set_mode: Callable[[str, ApprovalMode], object] | None = None
+    # The editor following a session (its diagnostics, open files, symbols, unsaved buffers).
+    editor: EditorLink | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""
@@ -233,6 +254,9 @@ class SessionEnv:
     settings: ToolSettings = field(default_factory=ToolSettings)
     # Real paths (symlinks resolved) the model has read this session: the edit guard.
     read_set: set[str] = field(default_factory=set)
+    # The editor's unsaved buffers (real path -> text), as they were when the current tool
+    # batch began: file tools read and edit these instead of the disk.
+    buffers: dict[str, str] = field(default_factory=dict)
     # Per-tool session state (e.g. "shells" for background shells), keyed by tool.
     state: dict[str, Any] = field(default_factory=dict)
     # Session-level notice to the editor and the model, e.g. a background shell

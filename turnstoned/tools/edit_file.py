@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from turnstoned.tools._files import (
     atomic_write,
     capped_preview,
     decode_lenient,
+    from_buffer,
     read_bytes,
     real_key,
 )
@@ -59,6 +61,9 @@ class _Plan:
     original: bytes  # the file as previewed: execute writes only over exactly this
     new_bytes: bytes
     proposal: FileProposal | None = None
+    # Edited from the editor's unsaved buffer (``original`` is its text): the disk as it was
+    # then, which execute checks instead; the file gets the buffer's text with the edit.
+    disk: bytes | None = None
 
 
 _EDITS_SHAPE = "Error: edits must be an array of {old_string, new_string} objects"
@@ -144,7 +149,10 @@ def _plan(args: Args, ctx: ToolContext, display: str) -> tuple[_Plan, str]:
     path = ctx.env.resolve(display)
     if real_key(path) not in ctx.env.read_set:
         raise EditProblem(f"Error: must read_file {display} before editing it")
-    data = read_bytes(path, display)
+    data = disk = read_bytes(path, display)
+    buffer = ctx.env.buffers.get(os.path.realpath(path))
+    if buffer is not None:  # what the user sees, unsaved: the edit is made to that
+        data = from_buffer(buffer, disk)
     doc = TextDoc.decode(data, display)
     spans = _spans(doc, edits, replace_all, display)
     new_text, new_raw = doc.apply([(s.start, s.end, s.new) for s in spans])
@@ -155,7 +163,8 @@ def _plan(args: Args, ctx: ToolContext, display: str) -> tuple[_Plan, str]:
     diff = capped_preview(edit_diff(doc.text, new_text, spans, name=display))
     preview = "\n".join([*_summary_lines(edits, replace_all, spans), diff])
     count = len(spans) if replace_all else len(edits)
-    plan = _Plan(path, display, edits, replace_all, count, data, new_bytes)
+    plan = _Plan(path, display, edits, replace_all, count, data, new_bytes,
+                 disk=disk if buffer is not None else None)
     plan.proposal = propose(path, doc.text, new_text, exists=True,
                             texts=lambda: (exact_text(data), exact_text(new_bytes)))
     return plan, preview
@@ -205,7 +214,7 @@ def _commit(plan: _Plan) -> ToolOutput:
         )
     except OSError as exc:
         return _failed(f"Error reading {plan.display}: {exc}")
-    if current != plan.original:
+    if current != (plan.original if plan.disk is None else plan.disk):
         return _failed(_changed(plan, current))
     try:
         atomic_write(plan.path, plan.new_bytes)

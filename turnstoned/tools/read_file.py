@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import io
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -56,6 +57,7 @@ class _Request:
     added: bool  # this call put the path in the read set (so a failure takes it out again)
     start: int
     limit: int | None
+    buffer: str | None = None  # the editor's unsaved text of the file, read instead of it
 
 
 class HeadTail:
@@ -139,7 +141,7 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     return PreparedCall(
         header=f"⚙ read_file: {display}{where.note()}{span}",
         **gate,
-        data=_Request(path, display, key, added, start, limit),
+        data=_Request(path, display, key, added, start, limit, ctx.env.buffers.get(key)),
     )
 
 
@@ -175,6 +177,8 @@ def _image(request: _Request, vision: bool) -> ToolOutput:
 
 
 def _open(request: _Request) -> BinaryIO:
+    if request.buffer is not None:
+        return io.BytesIO(request.buffer.encode("utf-8", errors="surrogatepass"))
     try:
         return open(request.path, "rb")
     except FileNotFoundError as exc:
@@ -283,10 +287,15 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     vision = ctx.env.settings.supports_vision
     ctx.env.read_set.add(request.key)
     try:
-        return await asyncio.to_thread(_read, request, vision, ctx.env.output_cap(), stop)
+        out = await asyncio.to_thread(_read, request, vision, ctx.env.output_cap(), stop)
     except FileProblem as exc:
         if request.added:
             ctx.env.read_set.discard(request.key)
         return ToolOutput(content=str(exc), is_error=True)
     finally:
         stop.set()
+    if request.buffer is not None and isinstance(out.content, str):
+        note = (f"[{request.display} has unsaved changes in the editor: this is the text the "
+                "user sees, not yet saved to disk]\n")
+        out = replace(out, content=note + out.content)
+    return out

@@ -109,6 +109,9 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
         notes.append("⚠ overwriting existing file not previously read")
     write = _Write(path, display, args.content, append)
     old, why = _old_text(path) if exists else (None, "")
+    if exists and where.real in ctx.env.buffers:  # the diff against what the user sees
+        old = ctx.env.buffers[where.real]
+        notes.append("(the file has unsaved changes in the editor: the diff is against them)")
     return PreparedCall(
         header=f"⚙ write_file ({'append' if append else 'write'}): {display}{where.note()} "
         f"({len(args.content)} chars)",

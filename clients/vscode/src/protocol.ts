@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.11";
+export const PROTOCOL_REVISION = "1.12";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -106,9 +106,18 @@ export interface ChangedFile {
   truncated?: boolean;
 }
 
+export interface ChangedPath {
+  path: string;
+  fromBuffer?: boolean;
+}
+
 export interface ClientInfo {
   name: string;
   version?: string | null;
+}
+
+export interface ClientOptions {
+  editor?: EditorCapabilities | null;
 }
 
 /**
@@ -138,6 +147,114 @@ export interface DaemonHealthResult {
   clients?: number;
   resident?: boolean;
   sandbox?: SandboxHealth | null;
+}
+
+export interface EditorBuffer {
+  path: string;
+  text: string;
+}
+
+export interface EditorBuffersParams {
+  sessionId: string;
+}
+
+/**
+ * The open buffers with unsaved changes (only those).
+ */
+export interface EditorBuffersResult {
+  buffers: EditorBuffer[];
+}
+
+/**
+ * What an editor serves the daemon (its ``editor/*`` requests); each adds tools for the
+ * model or makes tools read what the user sees.
+ */
+export interface EditorCapabilities {
+  diagnostics?: boolean;
+  openFiles?: boolean;
+  symbols?: boolean;
+  buffers?: boolean;
+}
+
+/**
+ * A problem the editor shows (from its language servers, linters, ...).
+ */
+export interface EditorDiagnostic {
+  path: string;
+  range: EditorRange;
+  severity?: "error" | "hint" | "information" | "warning";
+  message: string;
+  source?: string | null;
+  code?: string | null;
+}
+
+/**
+ * ``path`` null: every diagnostic the editor knows of in the workspace.
+ */
+export interface EditorDiagnosticsParams {
+  sessionId: string;
+  path?: string | null;
+}
+
+export interface EditorDiagnosticsResult {
+  diagnostics: EditorDiagnostic[];
+}
+
+export interface EditorLocation {
+  path: string;
+  range: EditorRange;
+  text?: string | null;
+}
+
+export interface EditorOpenFilesParams {
+  sessionId: string;
+}
+
+export interface EditorOpenFilesResult {
+  files: OpenFile[];
+}
+
+/**
+ * A range in a file: lines and characters counted from 0, as LSP counts them.
+ */
+export interface EditorRange {
+  startLine: number;
+  startCharacter?: number;
+  endLine: number;
+  endCharacter?: number;
+}
+
+export interface EditorSelection {
+  range: EditorRange;
+  text?: string;
+}
+
+/**
+ * What the user has in front of them as they send a prompt: the model reads it, marked
+ * as editor state, with that prompt.
+ */
+export interface EditorState {
+  activeFile?: string | null;
+  languageId?: string | null;
+  selection?: EditorSelection | null;
+  visible?: EditorRange | null;
+  modified?: boolean;
+  diagnostics?: EditorDiagnostic[];
+}
+
+/**
+ * The definition of, or the references to, the symbol at a position (from 0).
+ */
+export interface EditorSymbolParams {
+  sessionId: string;
+  action: "definition" | "references";
+  path: string;
+  line: number;
+  character: number;
+}
+
+export interface EditorSymbolResult {
+  locations: EditorLocation[];
 }
 
 export interface Empty {
@@ -202,14 +319,20 @@ export interface GrantRevokeResult {
   revoked: boolean;
 }
 
+export interface InitializationOptions {
+  turnstoned?: ClientOptions | null;
+}
+
 /**
- * LSP's ``initialize`` params. The daemon reads none of them: sessions get their
- * directories from ``session/start``. Other LSP fields are accepted and ignored.
+ * LSP's ``initialize`` params. Sessions get their directories from ``session/start``;
+ * ``initializationOptions.turnstoned.editor`` says what the editor serves. Other LSP
+ * fields are accepted and ignored.
  */
 export interface InitializeParams {
   processId?: number | null;
   clientInfo?: ClientInfo | null;
   capabilities?: { [key: string]: unknown };
+  initializationOptions?: InitializationOptions | null;
 }
 
 export interface InitializeResult {
@@ -396,6 +519,12 @@ export interface NoticeItem {
   kind: string;
   text: string;
   detail?: string | null;
+}
+
+export interface OpenFile {
+  path: string;
+  modified?: boolean;
+  active?: boolean;
 }
 
 /**
@@ -811,6 +940,7 @@ export interface TurnRef {
 export interface TurnStartParams {
   sessionId: string;
   input: TextInput[];
+  editor?: EditorState | null;
 }
 
 export interface TurnStartResult {
@@ -934,6 +1064,16 @@ export interface WatchListResult {
   watches: WatchInfo[];
 }
 
+/**
+ * Files a tool wrote; ``commands``: a command ran that may have changed any file (check
+ * every open buffer against the disk).
+ */
+export interface WorkspaceFilesChanged {
+  sessionId: string;
+  files?: ChangedPath[];
+  commands?: boolean;
+}
+
 export type TurnErrorKind = "badRequest" | "contextWindowExceeded" | "internal" | "interrupted" | "notConfigured" | "rateLimited" | "turnLimit" | "unauthorized" | "upstreamUnavailable";
 export type SessionKind = "coordinator" | "interactive";
 export type ToolStatus = "cancelled" | "completed" | "declined" | "failed" | "pending" | "running";
@@ -953,11 +1093,13 @@ export type CompactionTrigger = "auto" | "manual" | "overflow";
 export type CompactionMode = "dropped" | "summary";
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type Resolution = "checkpoint" | "mine";
+export type DiagnosticSeverity = "error" | "hint" | "information" | "warning";
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
 export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
 export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
+export type SymbolAction = "definition" | "references";
 
 /** Every method name of the protocol. */
 export const Method = {
@@ -1009,11 +1151,16 @@ export const Method = {
   sessionModeChanged: "session/modeChanged",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
+  workspaceFilesChanged: "workspace/filesChanged",
   cancelRequest: "$/cancelRequest",
   windowShowMessage: "window/showMessage",
   itemToolRequestApproval: "item/tool/requestApproval",
   mcpServerRequestTrust: "mcpServer/requestTrust",
   policyRequestTrust: "policy/requestTrust",
+  editorDiagnostics: "editor/diagnostics",
+  editorOpenFiles: "editor/openFiles",
+  editorSymbol: "editor/symbol",
+  editorBuffers: "editor/buffers",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -1067,6 +1214,7 @@ export interface DaemonNotifications {
   "session/modeChanged": SessionModeChanged;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;
+  "workspace/filesChanged": WorkspaceFilesChanged;
 }
 
 /** Requests the daemon sends; the client answers. */
@@ -1074,6 +1222,10 @@ export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
   "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
   "policy/requestTrust": { params: PolicyTrustRequestParams; result: McpTrustResponse };
+  "editor/diagnostics": { params: EditorDiagnosticsParams; result: EditorDiagnosticsResult };
+  "editor/openFiles": { params: EditorOpenFilesParams; result: EditorOpenFilesResult };
+  "editor/symbol": { params: EditorSymbolParams; result: EditorSymbolResult };
+  "editor/buffers": { params: EditorBuffersParams; result: EditorBuffersResult };
 }
 
 /** Notifications a client sends. */

@@ -76,9 +76,16 @@
 ---@field diff? string|nil
 ---@field truncated? boolean
 
+---@class turnstoned.ChangedPath
+---@field path string
+---@field fromBuffer? boolean
+
 ---@class turnstoned.ClientInfo
 ---@field name string
 ---@field version? string|nil
+
+---@class turnstoned.ClientOptions
+---@field editor? turnstoned.EditorCapabilities|nil
 
 ---@class turnstoned.DaemonHealthParams ``probe``: also ask the model server for its models (bounded: a few seconds).
 ---@field probe? boolean
@@ -98,6 +105,76 @@
 ---@field clients? integer
 ---@field resident? boolean
 ---@field sandbox? turnstoned.SandboxHealth|nil
+
+---@class turnstoned.EditorBuffer
+---@field path string
+---@field text string
+
+---@class turnstoned.EditorBuffersParams
+---@field sessionId string
+
+---@class turnstoned.EditorBuffersResult The open buffers with unsaved changes (only those).
+---@field buffers turnstoned.EditorBuffer[]
+
+---@class turnstoned.EditorCapabilities What an editor serves the daemon (its ``editor/*`` requests); each adds tools for the model or makes tools read what the user sees.
+---@field diagnostics? boolean
+---@field openFiles? boolean
+---@field symbols? boolean
+---@field buffers? boolean
+
+---@class turnstoned.EditorDiagnostic A problem the editor shows (from its language servers, linters, ...).
+---@field path string
+---@field range turnstoned.EditorRange
+---@field severity? 'error'|'hint'|'information'|'warning'
+---@field message string
+---@field source? string|nil
+---@field code? string|nil
+
+---@class turnstoned.EditorDiagnosticsParams ``path`` null: every diagnostic the editor knows of in the workspace.
+---@field sessionId string
+---@field path? string|nil
+
+---@class turnstoned.EditorDiagnosticsResult
+---@field diagnostics turnstoned.EditorDiagnostic[]
+
+---@class turnstoned.EditorLocation
+---@field path string
+---@field range turnstoned.EditorRange
+---@field text? string|nil
+
+---@class turnstoned.EditorOpenFilesParams
+---@field sessionId string
+
+---@class turnstoned.EditorOpenFilesResult
+---@field files turnstoned.OpenFile[]
+
+---@class turnstoned.EditorRange A range in a file: lines and characters counted from 0, as LSP counts them.
+---@field startLine integer
+---@field startCharacter? integer
+---@field endLine integer
+---@field endCharacter? integer
+
+---@class turnstoned.EditorSelection
+---@field range turnstoned.EditorRange
+---@field text? string
+
+---@class turnstoned.EditorState What the user has in front of them as they send a prompt: the model reads it, marked as editor state, with that prompt.
+---@field activeFile? string|nil
+---@field languageId? string|nil
+---@field selection? turnstoned.EditorSelection|nil
+---@field visible? turnstoned.EditorRange|nil
+---@field modified? boolean
+---@field diagnostics? turnstoned.EditorDiagnostic[]
+
+---@class turnstoned.EditorSymbolParams The definition of, or the references to, the symbol at a position (from 0).
+---@field sessionId string
+---@field action 'definition'|'references'
+---@field path string
+---@field line integer
+---@field character integer
+
+---@class turnstoned.EditorSymbolResult
+---@field locations turnstoned.EditorLocation[]
 
 ---@class turnstoned.Empty
 
@@ -138,10 +215,14 @@
 ---@class turnstoned.GrantRevokeResult
 ---@field revoked boolean
 
----@class turnstoned.InitializeParams LSP's ``initialize`` params. The daemon reads none of them: sessions get their directories from ``session/start``. Other LSP fields are accepted and ignored.
+---@class turnstoned.InitializationOptions
+---@field turnstoned? turnstoned.ClientOptions|nil
+
+---@class turnstoned.InitializeParams LSP's ``initialize`` params. Sessions get their directories from ``session/start``; ``initializationOptions.turnstoned.editor`` says what the editor serves. Other LSP fields are accepted and ignored.
 ---@field processId? integer|nil
 ---@field clientInfo? turnstoned.ClientInfo|nil
 ---@field capabilities? table
+---@field initializationOptions? turnstoned.InitializationOptions|nil
 
 ---@class turnstoned.InitializeResult
 ---@field capabilities turnstoned.ServerCapabilities
@@ -269,6 +350,11 @@
 ---@field kind string
 ---@field text string
 ---@field detail? string|nil
+
+---@class turnstoned.OpenFile
+---@field path string
+---@field modified? boolean
+---@field active? boolean
 
 ---@class turnstoned.PolicyFileInfo A workspace's policies file: its content hash and the user's decision about it.
 ---@field path string
@@ -566,6 +652,7 @@
 ---@class turnstoned.TurnStartParams
 ---@field sessionId string
 ---@field input turnstoned.TextInput[]
+---@field editor? turnstoned.EditorState|nil
 
 ---@class turnstoned.TurnStartResult
 ---@field turnId string
@@ -651,6 +738,11 @@
 ---@class turnstoned.WatchListResult
 ---@field watches turnstoned.WatchInfo[]
 
+---@class turnstoned.WorkspaceFilesChanged Files a tool wrote; ``commands``: a command ran that may have changed any file (check every open buffer against the disk).
+---@field sessionId string
+---@field files? turnstoned.ChangedPath[]
+---@field commands? boolean
+
 ---@alias turnstoned.TurnErrorKind 'badRequest'|'contextWindowExceeded'|'internal'|'interrupted'|'notConfigured'|'rateLimited'|'turnLimit'|'unauthorized'|'upstreamUnavailable'
 ---@alias turnstoned.SessionKind 'coordinator'|'interactive'
 ---@alias turnstoned.ToolStatus 'cancelled'|'completed'|'declined'|'failed'|'pending'|'running'
@@ -670,16 +762,18 @@
 ---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.Resolution 'checkpoint'|'mine'
+---@alias turnstoned.DiagnosticSeverity 'error'|'hint'|'information'|'warning'
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
 ---@alias turnstoned.MemoryType 'feedback'|'general'|'reference'|'user'
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
 ---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@alias turnstoned.SymbolAction 'definition'|'references'
 
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.11"
+M.PROTOCOL_REVISION = "1.12"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -731,11 +825,16 @@ M.methods = {
   session_mode_changed = "session/modeChanged",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
+  workspace_files_changed = "workspace/filesChanged",
   cancel_request = "$/cancelRequest",
   window_show_message = "window/showMessage",
   item_tool_request_approval = "item/tool/requestApproval",
   mcp_server_request_trust = "mcpServer/requestTrust",
   policy_request_trust = "policy/requestTrust",
+  editor_diagnostics = "editor/diagnostics",
+  editor_open_files = "editor/openFiles",
+  editor_symbol = "editor/symbol",
+  editor_buffers = "editor/buffers",
 }
 
 --- Which side sends each method, and whether it is a request.
@@ -788,11 +887,16 @@ M.directions = {
   ["session/modeChanged"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
+  ["workspace/filesChanged"] = { direction = "daemon->client", kind = "notification" },
   ["$/cancelRequest"] = { direction = "daemon->client", kind = "notification" },
   ["window/showMessage"] = { direction = "daemon->client", kind = "notification" },
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
   ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
   ["policy/requestTrust"] = { direction = "daemon->client", kind = "request" },
+  ["editor/diagnostics"] = { direction = "daemon->client", kind = "request" },
+  ["editor/openFiles"] = { direction = "daemon->client", kind = "request" },
+  ["editor/symbol"] = { direction = "daemon->client", kind = "request" },
+  ["editor/buffers"] = { direction = "daemon->client", kind = "request" },
 }
 
 --- JSON-RPC error codes by name, and their `data.kind`.
