@@ -506,3 +506,58 @@ async def test_closing_stdin_ends_the_turn_and_its_prompt_is_still_answered(
     client.proc.stdin.close()
     assert (await asyncio.wait_for(running, 10))["stopReason"] == "cancelled"
     assert await asyncio.wait_for(client.proc.wait(), 15) == 0
+
+
+async def test_extension_notifications_only_for_a_client_that_asks(
+        acp: Any, tmp_path: Path) -> None:
+    plain = await acp()
+    await plain.initialize()
+    await plain.prompt(await plain.new_session(tmp_path), "hello")
+    assert [m for m, _ in plain.notes if m.startswith("_turnstoned/")] == []
+
+    asking = await acp()
+    await asking.request("initialize", {"protocolVersion": 1, "clientCapabilities": {
+        "_meta": {"turnstoned": {"notifications": True}}}})
+    sid = await asking.new_session(tmp_path)
+    await asking.prompt(sid, "hello")
+    started = [p for m, p in asking.notes if m == "_turnstoned/turn/started"]
+    assert started and started[0]["sessionId"] == sid
+
+
+async def test_a_withdrawn_prompt_interrupts_its_turn(acp: Any, tmp_path: Path,
+                                                     model: ScriptedModel) -> None:
+    client = await acp()
+    await client.initialize()
+    sid = await client.new_session(tmp_path)
+    model.push(hang(30, after_text="slow "))
+    running = asyncio.get_running_loop().create_task(client.raw("session/prompt", {
+        "sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}))
+    await client.wait_for(lambda: "slow" in client.text(sid))
+    client.notify("$/cancel_request", {"requestId": client._ids})
+    answer_ = await asyncio.wait_for(running, 10)
+    assert answer_["error"]["code"] == -32800
+    # The turn was interrupted: the next prompt runs at once.
+    assert (await asyncio.wait_for(client.prompt(sid, "hello"), 10))["stopReason"] == "end_turn"
+
+
+async def test_close_and_list_sessions(acp: Any, tmp_path: Path) -> None:
+    client = await acp()
+    await client.initialize()
+    kept = await client.new_session(tmp_path)
+    gone = await client.new_session(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    elsewhere = await client.new_session(other)
+    assert await client.request("session/close", {"sessionId": gone}) == {}
+    listed = await client.request("session/list", {"cwd": str(tmp_path)})
+    assert [s["sessionId"] for s in listed["sessions"]] == [kept]
+    everything = {s["sessionId"] for s in (await client.request("session/list", {}))["sessions"]}
+    assert {kept, elsewhere} <= everything and gone not in everything
+    with pytest.raises(AcpFailure) as closed:
+        await client.prompt(gone, "hi")
+    assert closed.value.code == -32002
+    resumed = await client.request("session/resume", {"sessionId": gone, "cwd": str(tmp_path),
+                                                      "mcpServers": []})
+    assert resumed["modes"]["currentModeId"] == "read-only"
+    assert client.of("user_message_chunk", gone) == []  # resume does not replay
+    assert (await client.prompt(gone, "hi"))["stopReason"] == "end_turn"
