@@ -101,6 +101,38 @@ H.test('a hunk dropped from the proposal (gd) is not written; the other is', fun
   H.ok(text:find('✎ edited by you', 1, true), 'the call says it was edited:\n' .. text)
 end)
 
+H.test('an edit_file proposal with a hunk dropped writes the rest; the model reads which hunk was dropped', function()
+  local old = { 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten' }
+  local path = file('edited.txt', table.concat(old, '\n') .. '\n')
+  H.stub_select(function(_, labels)
+    return H.find(labels, 'Review diff')
+  end)
+  local args = { path = 'edited.txt', old_string = table.concat(old, '\n', 2, 9),
+    new_string = table.concat({ 'TWO', 'three', 'four', 'five', 'six', 'seven', 'eight', 'NINE' }, '\n') }
+  model.push({ tool_calls = { { 'call-r', 'read_file', '{"path": "edited.txt"}' } } },
+    { tool_calls = { { 'call-e', 'edit_file', vim.json.encode(args) } } }, { text = 'Edited.' })
+  turnstoned.ask('Edit two lines')
+  H.wait('the review tab', review_windows, nil, function()
+    return H.text(session.current().buf)
+  end)
+  local wins = assert(review_windows())
+  api.nvim_set_current_win(wins[2])
+  api.nvim_win_set_cursor(wins[2], { 2, 0 })
+  api.nvim_feedkeys('gd', 'x', false)
+  api.nvim_feedkeys('ga', 'x', false)
+  turns = turns + 1
+  H.wait_turns(session.current(), turns)
+  local want = vim.deepcopy(old)
+  want[9] = 'NINE'
+  H.eq(read(path), table.concat(want, '\n') .. '\n', 'the file on disk holds only the kept hunk')
+  local _, history = require('turnstoned.client').request_sync(require('turnstoned.protocol').methods.session_resume,
+    { sessionId = session.current().sid })
+  local told = vim.iter(history.items):any(function(item)
+    return item.type == 'toolCall' and item.callId ~= nil and (item.output or ''):find('dropped by the user', 1, true) ~= nil
+  end)
+  H.ok(told, 'the model read that a hunk was dropped')
+end)
+
 H.test('dp from the file as it is and plain editing of the proposal are what gets written', function()
   local path = file('typed.txt', 'alpha\nbeta\n')
   H.stub_select(function(_, labels)
