@@ -167,3 +167,19 @@ async def test_an_editor_that_does_not_answer_is_an_error_the_model_reads(
     assert done["status"] == "completed"
     told = tool_messages(model.requests[1])[0]["content"]
     assert told == "Error: the editor did not answer: editor/diagnostics had no answer in 10 s"
+
+
+async def test_search_finds_what_unsaved_buffers_say_not_their_files_on_disk(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    (tmp_path / "open.py").write_text("old_name = 1\n")
+    (tmp_path / "closed.py").write_text("old_name = 2\n")
+    fake = editor(engine, buffers=True)
+    fake.buffers = {str(tmp_path / "open.py"): "new_name = 1\nprint(new_name)\n"}
+    model.push(tool_calls([("s1", "search", json.dumps({"query": "old_name|new_name"}))]),
+               text("ok"))
+    await run(engine, sink, start(engine, tmp_path), "where is it used")
+    found = tool_messages(model.requests[1])[0]["content"]
+    assert "closed.py:1:old_name = 2" in found
+    assert "open.py:1:new_name = 1" in found and "open.py:2:print(new_name)" in found
+    assert "open.py:1:old_name" not in found
+    assert found.endswith("(searched the editor's unsaved text of: ./open.py)")

@@ -17,13 +17,14 @@ import asyncio
 import contextlib
 import functools
 import os
+import re
 import selectors
 import shutil
 import signal
 import subprocess
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -391,4 +392,42 @@ async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
     records, stray = parse(raw.out)
     if name == "grep":
         records = [r for r in records if rg_would_visit(r[0], search.root)]
-    return _interpret(name, raw, (records, stray), min(BUDGET, ctx.env.output_cap()))
+    records, unsaved = _with_buffers(records, search, ctx.env.buffers)
+    out = _interpret(name, raw, (records, stray), min(BUDGET, ctx.env.output_cap()))
+    if unsaved and not out.is_error and isinstance(out.content, str):
+        out = replace(out, content=out.content + "\n(searched the editor's unsaved text of: "
+                      + ", ".join(unsaved) + ")")
+    return out
+
+
+def _with_buffers(records: list[Record], search: _Search,
+                  buffers: Mapping[str, str]) -> tuple[list[Record], list[str]]:
+    """``records`` with the hits in files that have unsaved editor buffers found in those
+    buffers instead of on disk (Python's regex syntax, which ripgrep's mostly shares; a
+    pattern it cannot read keeps the disk's hits). Also the buffers searched."""
+    if not buffers:
+        return records, []
+    try:
+        pattern = re.compile(search.query)
+    except re.error:
+        return records, []
+    root = os.path.realpath(search.cwd / search.root)
+    inside = {path: text for path, text in buffers.items()
+              if (path == root or path.startswith(root.rstrip(os.sep) + os.sep))
+              and rg_would_visit(os.path.relpath(path, root), ".")}
+    if not inside:
+        return records, []
+
+    def real(shown: str) -> str:
+        return os.path.realpath(search.cwd / shown)
+
+    kept = [r for r in records if real(r[0]) not in inside]
+    shown_names = []
+    for path, text in sorted(inside.items()):
+        shown = search.root if path == root else os.path.join(search.root,
+                                                               os.path.relpath(path, root))
+        shown_names.append(shown)
+        kept += [(shown, n, line[:MAX_COLUMNS] + (_CUT if len(line) > MAX_COLUMNS else ""))
+                 for n, line in enumerate(text.split("\n"), 1) if pattern.search(line)]
+    kept.sort()
+    return kept, shown_names
