@@ -1004,6 +1004,7 @@ export interface UserMessageItem {
   type: "userMessage";
   id: string;
   text: string;
+  turnId?: string | null;
   queued?: boolean;
 }
 

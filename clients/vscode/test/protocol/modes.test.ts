@@ -27,7 +27,7 @@ async function ready(replies: unknown[], over: Parameters<typeof settings>[0] = 
 const turnEnded = (host: FakeHost, n = 1) => host.until(`turn ${n} to end`, () => host.posted.filter((m) => m.type === "event" && m.event.method === "turn/completed").length >= n, 30000);
 
 describe("approval modes and the sandbox, against the real daemon", () => {
-  it("the mode set from the header and the command: status bar, header and daemon agree; an approved plan switches to auto", async () => {
+  it("the mode set from the header and the command: status bar, header and daemon agree; an approved plan switches to auto", { timeout: 60000 }, async () => {
     const plan = "# Rename the greeting\n\n1. Change `hi` to `hello` in app.py\n2. Run the tests";
     const host = await ready([
       { text: "Hello." },
@@ -67,7 +67,7 @@ describe("approval modes and the sandbox, against the real daemon", () => {
     host.viewVisible = false;
     host.respond = (s) => (s.kind === "info" && s.message.includes("proposes a plan") ? "Approve Plan" : undefined);
     host.fromPage({ type: "send", text: "rename the greeting" });
-    await host.until("the plan", () => Boolean(last(host, "approval")));
+    await host.until("the plan", () => Boolean(last(host, "approval")), 30000);
     const cycle = last(host, "approval")!.cycle;
     expect(cycle.items.map((i) => [i.tool, i.preview])).toEqual([["propose_plan", plan]]);
     await turnEnded(host, 2);

@@ -186,7 +186,7 @@ describe("undo and review of turns, against the real daemon", () => {
     expect(original.items.filter((i) => i.type === "userMessage").map((i) => i.text)).toEqual(["write two"]);
   });
 
-  it("the review diff's proposed side edited (one of two hunks reverted): only the other hunk is written", async () => {
+  it("the review diff's proposed side edited (one of two hunks reverted): only the other hunk is written", { timeout: 60000 }, async () => {
     const old = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join("");
     fs.writeFileSync(path.join(t.work, "f.txt"), old);
     const host = await ready([
@@ -195,7 +195,7 @@ describe("undo and review of turns, against the real daemon", () => {
       { text: "Renamed." },
     ]);
     host.fromPage({ type: "send", text: "rename two lines" });
-    await host.until("the approval", () => Boolean(last(host, "approval")));
+    await host.until("the approval", () => Boolean(last(host, "approval")), 30000);
     const cycle = last(host, "approval")!.cycle;
     const callId = cycle.items.find((i) => i.tool === "edit_file")!.callId;
     host.fromPage({ type: "review", callId });
