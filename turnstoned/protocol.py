@@ -33,7 +33,7 @@ PROTOCOL_VERSION = 1
 # the model reads (``instructions`` on session/start and session/resume results); "1.12"
 # adds the editor: ``editor`` on turn/start, the editor services a client declares at
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
-# ask it, and workspace/filesChanged.
+# ask it, and workspace/filesChanged; ``turnId`` on userMessage items.
 PROTOCOL_REVISION = "1.12"
 
 
@@ -184,6 +184,8 @@ class Verdict(Wire, kw_only=True):
 class UserMessageItem(Wire, kw_only=True, tag="userMessage", tag_field="type"):
     id: str
     text: str
+    # The turn this message started (session/resume; null: queued, or from before 1.12).
+    turn_id: str | None = None
     # Accepted while a turn ran and not read by the model yet: it leads the next turn's message.
     queued: bool = False
 

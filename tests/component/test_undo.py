@@ -253,6 +253,20 @@ async def test_an_undo_kept_in_the_conversation_is_told_to_the_model(
     assert "src/app.py" in last_user["content"] and "what now?" in last_user["content"]
 
 
+async def test_rewinding_a_turn_gives_back_only_what_the_user_typed_and_items_name_turns(
+        make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel,
+        workspace: Path) -> None:
+    engine = make_engine(FULL)
+    sid, done = await one_turn(engine, sink, model, workspace)
+    await engine.undo(p.TurnUndoParams(session_id=sid, turn_id=done["turnId"]))
+    model.push(*replies([[tool("write_file", path="later.txt", content="x")]], "w"))
+    second = await run(engine, sink, sid, "try it differently")  # the undo notice leads it
+    users = [i for i in engine.resume(sid).items() if isinstance(i, p.UserMessageItem)]
+    assert [u.turn_id for u in users] == [done["turnId"], second["turnId"]]
+    undone = await engine.undo(p.TurnUndoParams(session_id=sid, rewind=True))
+    assert undone.turn_ids == [second["turnId"]] and undone.prompt == "try it differently"
+
+
 async def test_undo_of_some_files_leaves_the_rest_and_the_turn_undoable(
         make_engine: MakeEngine, sink: RecordingSink, model: ScriptedModel,
         workspace: Path) -> None:

@@ -44,6 +44,9 @@ class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
     # What the editor showed as the user sent this message: the model reads it before the
     # message's text; the transcript shows the text alone.
     editor: str | None = None
+    # What the user typed, when the message also holds input folded into it (queued text,
+    # notices): the prompt to edit and send again after a rewind.
+    prompt: str | None = None
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -149,7 +152,7 @@ def to_items(history: list[Message],
             if m.notice:
                 items.append(p.NoticeItem(id=m.id, kind=m.notice, text=m.text()))
             else:
-                items.append(p.UserMessageItem(id=m.id, text=m.text()))
+                items.append(p.UserMessageItem(id=m.id, text=m.text(), turn_id=m.turn_id))
         elif m.role == "assistant":
             if m.reasoning:
                 items.append(p.ReasoningItem(id=f"{m.id}_r", text=m.reasoning))

@@ -110,7 +110,10 @@ class Rewinds:
 
     def _prompt(self, session: Session, turn_id: str) -> str | None:
         body = self.sessions.store.first_body(session.id, turn_id)
-        return m.decode(body).text() if body else None
+        if not body:
+            return None
+        first = m.decode(body)
+        return first.prompt or first.text()
 
     def _tell(self, session: Session, kind: str, result: p.TurnUndoResult, rewound: bool) -> None:
         """The editor hears of it; the model too, unless the conversation went back with

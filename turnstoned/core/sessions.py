@@ -249,7 +249,8 @@ class Sessions:
         earlier = session.take_queued()
         content = "\n\n".join([*(q.text() for q in earlier), text])
         message = m.Message(role="user", content=content, id=m.new_id("user"),
-                            editor=editor.render(shown, session.env.cwd) if shown else None)
+                            editor=editor.render(shown, session.env.cwd) if shown else None,
+                            prompt=text if earlier else None)
         return self._launch(session, message, earlier), False
 
     def _launch(self, session: Session, message: m.Message, folded: list[m.Message]) -> str:

@@ -698,6 +698,7 @@
 ---@field type 'userMessage'
 ---@field id string
 ---@field text string
+---@field turnId? string|nil
 ---@field queued? boolean
 
 ---@class turnstoned.Verdict How risky a tool call looks, and what to do about it. ``rule`` names the rule of the rule table that matched (``default`` when none did; ``judge`` for the LLM).
