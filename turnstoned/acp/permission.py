@@ -163,7 +163,7 @@ class Permissions:
         head = title(first) if len(items) == 1 else (
             f"{len(items)} calls that change the same file (answered together)")
         found: JSON = {"toolCallId": first.call_id, "title": head, "status": "pending",
-                       "kind": updates.KINDS.get(first.tool, "other"), "content": content,
+                       "kind": _kind(first), "content": content,
                        "_meta": {"turnstoned": {"cycleId": params.cycle_id,
                                                 "callIds": [i.call_id for i in items],
                                                 "items": msgspec.to_builtins(items)}}}
@@ -191,6 +191,12 @@ class Permissions:
 
     def forget(self, session_id: str) -> None:
         self.rejected.pop(session_id, None)
+
+
+def _kind(item: p.ApprovalRequestItem) -> str:
+    if item.file_change is not None and item.file_change.kind == "delete":
+        return "delete"
+    return updates.KINDS.get(item.tool, "other")
 
 
 def _together() -> list[JSON]:
