@@ -33,7 +33,8 @@ PROTOCOL_VERSION = 1
 # the model reads (``instructions`` on session/start and session/resume results); "1.12"
 # adds the editor: ``editor`` on turn/start, the editor services a client declares at
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
-# ask it, and workspace/filesChanged; ``turnId`` on userMessage items.
+# ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
+# turn/changes.
 PROTOCOL_REVISION = "1.12"
 
 
@@ -329,6 +330,8 @@ class TurnChangesResult(Wire, kw_only=True):
     files: list[ChangedFile]
     undoable: bool = True
     note: str | None = None
+    # The undo that took this turn back (turn/redo with it brings it back); null: not undone.
+    undone_by: str | None = None
 
 
 # How to settle a file the user changed after the agent did: keep the user's version, or

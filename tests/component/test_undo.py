@@ -258,7 +258,9 @@ async def test_rewinding_a_turn_gives_back_only_what_the_user_typed_and_items_na
         workspace: Path) -> None:
     engine = make_engine(FULL)
     sid, done = await one_turn(engine, sink, model, workspace)
-    await engine.undo(p.TurnUndoParams(session_id=sid, turn_id=done["turnId"]))
+    kept = await engine.undo(p.TurnUndoParams(session_id=sid, turn_id=done["turnId"]))
+    changes = await engine.turn_changes(p.TurnRef(session_id=sid, turn_id=done["turnId"]))
+    assert changes.undone_by == kept.undo_id and changes.files  # undone: Redo takes it back
     model.push(*replies([[tool("write_file", path="later.txt", content="x")]], "w"))
     second = await run(engine, sink, sid, "try it differently")  # the undo notice leads it
     users = [i for i in engine.resume(sid).items() if isinstance(i, p.UserMessageItem)]

@@ -172,7 +172,7 @@ class Checkpoints:
             files += await self._left_out_files(repo, row, with_diff=True)
         except CheckpointError as exc:
             raise EngineError(ErrorCode.INTERNAL_ERROR, str(exc)) from exc
-        return p.TurnChangesResult(files=files)
+        return p.TurnChangesResult(files=files, undone_by=row.undone_by)
 
     async def _left_out_files(self, repo: ShadowRepo, row: Checkpoint,
                               with_diff: bool) -> list[p.ChangedFile]:

@@ -892,6 +892,7 @@ export interface TurnChangesResult {
   files: ChangedFile[];
   undoable?: boolean;
   note?: string | null;
+  undoneBy?: string | null;
 }
 
 /**

@@ -617,6 +617,7 @@
 ---@field files turnstoned.ChangedFile[]
 ---@field undoable? boolean
 ---@field note? string|nil
+---@field undoneBy? string|nil
 
 ---@class turnstoned.TurnCheckpoint What a turn changed in the workspace, and whether turn/undo can take it back. ``undoable`` is false when the workspace could not be snapshotted before the turn changed it (``note`` says why: too big, git missing).
 ---@field files? turnstoned.ChangedFile[]
