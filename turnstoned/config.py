@@ -40,6 +40,10 @@ class ModelConfig(_Section):
     # The provider defers tools itself: send deferred definitions with
     # `defer_loading: true` instead of the client-side tool_search.
     native_tool_search: bool = False
+    # How tool calls travel: the server's own (native), written as text in the reply
+    # (text: for servers and models without tool calling), or native until the server
+    # refuses tools or the model writes its calls as text (auto; remembered per model).
+    tool_calling: Literal["auto", "native", "text"] = "auto"
 
 
 class ToolsConfig(_Section):
@@ -291,6 +295,7 @@ class ModelSettings:
     max_tokens: int | None
     temperature: float | None
     request_timeout: float
+    tool_calling: str = "auto"  # auto | native | text
 
 
 NOT_CONFIGURED = (
@@ -329,6 +334,7 @@ def resolve_model(cfg: ModelConfig, override_name: str | None = None) -> ModelSe
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
         request_timeout=cfg.request_timeout,
+        tool_calling=cfg.tool_calling,
     )
 
 

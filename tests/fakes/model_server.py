@@ -403,6 +403,10 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.too_long(request):
             self._refuse_size(request, owner)
             return
+        if owner.refuse_tools is not None and request.get("tools"):
+            owner.refused_tools += 1  # like Ollama with a model whose template has no tools
+            self._send_error(400, owner.refuse_tools, "invalid_request_error")
+            return
         self._answer(request, owner._next_response(request))
 
     def _answer(self, request: JSON, response: Response) -> None:
@@ -653,6 +657,9 @@ class ScriptedModel:
         self.require_tool_results = require_tool_results
         self.rejected: list[str] = []
         self.max_prompt_tokens: int | None = None
+        # Set: a request with ``tools`` gets HTTP 400 with this message (counted).
+        self.refuse_tools: str | None = None
+        self.refused_tools = 0
         self.reveal_window = True
         self.refused_for_size = 0
         self._port = port

@@ -30,6 +30,7 @@ import openai
 
 from turnstoned import guard
 from turnstoned.config import ModelSettings
+from turnstoned.llm import textcalls
 from turnstoned.llm.types import ModelError, ModelReply, OnUsage, RawToolCall
 from turnstoned.protocol import TurnErrorKind
 
@@ -404,7 +405,54 @@ async def stream_reply(
     *,
     max_chars: int = MAX_REPLY_CHARS,
 ) -> ModelReply:
-    """One streamed model call; text and reasoning are pushed as they arrive.
+    """One streamed model call, with its tool calls native or written as text
+    (``textcalls``): text mode when configured or found for this model; in auto mode a
+    server that refuses ``tools``, or a model that writes its calls in its reply,
+    switches the model to text mode (that call is answered at once, later ones start in
+    text mode)."""
+    if not tools:
+        return await _stream(model, messages, tools, on_text, on_reasoning, max_chars, None)
+    names = {str((t.get("function") or {}).get("name")) for t in tools}
+    mode = textcalls.mode_for(model.base_url, model.name, model.tool_calling)
+    if mode == "text":
+        return await _text_call(model, messages, tools, on_text, on_reasoning, max_chars, names)
+    auto = model.tool_calling == "auto"
+    try:
+        reply = await _stream(model, messages, tools, on_text, on_reasoning, max_chars,
+                              textcalls.Scanner(names, fences=False) if auto else None)
+    except ModelError as exc:
+        if not (auto and exc.kind == "badRequest" and textcalls.refuses_tools(exc.message)):
+            raise
+        textcalls.remember(model.base_url, model.name, f"the server refused tools: {exc.message}")
+        return await _text_call(model, messages, tools, on_text, on_reasoning, max_chars, names)
+    if auto and not reply.tool_calls:
+        shown, calls = textcalls.calls_in(reply.content, names)
+        if calls:  # the model wrote its calls as text (a server without a tool parser)
+            textcalls.remember(model.base_url, model.name, "the model wrote its calls as text")
+            reply.content, reply.tool_calls = shown, calls
+    return reply
+
+
+async def _text_call(model: ModelSettings, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]], on_text: Callable[[str], None],
+                     on_reasoning: Callable[[str], None], max_chars: int,
+                     names: set[str]) -> ModelReply:
+    """A call in text mode: the tools described in the system message, none sent."""
+    return await _stream(model, textcalls.as_text(messages, tools), [], on_text, on_reasoning,
+                         max_chars, textcalls.Scanner(names, fences=True))
+
+
+async def _stream(
+    model: ModelSettings,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    on_text: Callable[[str], None],
+    on_reasoning: Callable[[str], None],
+    max_chars: int,
+    scanner: textcalls.Scanner | None,
+) -> ModelReply:
+    """One streamed model call; text and reasoning are pushed as they arrive (through
+    ``scanner``, when given: tool-call markup in the text is withheld and read as calls).
 
     Raises ``ModelError`` when the call fails, the reply grows past ``max_chars``
     (text, reasoning and tool calls together), or the stream ends with neither a
@@ -428,13 +476,16 @@ async def stream_reply(
     events = _Events(max_line=6 * max_chars + 65536)
     text, reasoning = _Pieces(), _Pieces()
 
+    def show(content: str) -> None:
+        if content:
+            text.add(content)
+            on_text(content)
+
     def push(content: str, thought: str) -> None:
         if thought:
             reasoning.add(thought)
             on_reasoning(thought)
-        if content:
-            text.add(content)
-            on_text(content)
+        show(scanner.feed(content) if scanner is not None and content else content)
 
     await _after_warm_up(model)
     try:
@@ -451,9 +502,14 @@ async def stream_reply(
     if reply.finish_reason is None and not events.done:
         raise _cut_short()
     push(*think.flush())
+    reply.tool_calls = calls.result()
+    if scanner is not None:
+        rest, written = scanner.finish()
+        show(rest)
+        if not reply.tool_calls:
+            reply.tool_calls = written
     reply.content = text.text()
     reply.reasoning = reasoning.text()
-    reply.tool_calls = calls.result()
     return reply
 
 
