@@ -153,7 +153,7 @@ class Agent:
         self.sink = AcpSink(peer)
         self.engines = Engines(self.sink, overrides)
         self.engines.on_engine = self._engine_built
-        self.sink.permissions = Permissions(peer, self._read_change, self._cwd_of)
+        self.sink.permissions = Permissions(peer, self._read_change)
         self.sink.config_options = self._config_options
         self.client_servers: dict[str, ServerSpec] = {}
         self._warm: asyncio.Task[None] | None = None
@@ -168,10 +168,6 @@ class Agent:
 
     async def _read_change(self, session_id: str, call_id: str) -> p.FileChangeReadResult:
         return await (await self.engines.get()).read_file_change(session_id, call_id)
-
-    def _cwd_of(self, session_id: str) -> Path:
-        view = self.sink.views.get(session_id)
-        return view.cwd if view is not None else Path.home()
 
     def _register(self) -> None:
         table: dict[str, tuple[type | None, Callable[[Any], Awaitable[Any]]]] = {

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -101,10 +100,9 @@ def explanation(item: p.ApprovalRequestItem) -> str:
 class Permissions:
     """Asks the client about the engine's approval cycles."""
 
-    def __init__(self, peer: Peer, read_change: ReadChange, cwd_of: Callable[[str], Path]) -> None:
+    def __init__(self, peer: Peer, read_change: ReadChange) -> None:
         self.peer = peer
         self.read_change = read_change
-        self.cwd_of = cwd_of
         self.rejected: dict[str, set[str]] = {}  # session -> rules rejected "always"
         # The whole (old, new) text of a change shown while it was asked (the final diff).
         self.texts: dict[str, tuple[str | None, str]] = {}
