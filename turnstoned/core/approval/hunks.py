@@ -14,12 +14,16 @@ import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-from turnstoned.tools._files import split_keepends
-
 DIFF_CAP = 6_000  # characters of the proposed-to-written diff the model reads
 NAMED = 12  # hunks named per fate; the rest are counted
 
 Fate = Literal["kept", "dropped", "changed"]
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on ``\n`` only, each keeping it (as the proposal's diff splits them)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,7 @@ def fates(old: str, proposed: str, final: str) -> list[Hunk]:
     ``final`` still has unchanged; it was kept if that region is the proposed text,
     dropped if it is the old text, changed otherwise.
     """
-    a, b, c = split_keepends(old), split_keepends(proposed), split_keepends(final)
+    a, b, c = _lines(old), _lines(proposed), _lines(final)
     kept_lines: dict[int, int] = {}
     for block in difflib.SequenceMatcher(None, a, c, autojunk=False).get_matching_blocks():
         for k in range(block.size):
@@ -82,7 +86,7 @@ def note(path: str, old: str, proposed: str, final: str) -> str:
             named = ", ".join(mine[:NAMED]) + (f" and {len(mine) - NAMED} more"
                                                if len(mine) > NAMED else "")
             lines.append(f"Of your {len(hunks)} hunk(s), {len(mine)} {words}: {named}.")
-    diff = "".join(difflib.unified_diff(split_keepends(proposed), split_keepends(final),
+    diff = "".join(difflib.unified_diff(_lines(proposed), _lines(final),
                                         "what you proposed", "what was written", n=1))
     if diff:
         if len(diff) > DIFF_CAP:
