@@ -8,6 +8,7 @@ OpenAI SDK's own) and ``TURNSTONED_MODEL``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -255,6 +256,46 @@ def load(file: Path | None = None) -> Config:
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
     return decode(file, raw, Config)
+
+
+def save_model(name: str, base_url: str | None, file: Path | None = None) -> Path:
+    """Write ``name`` (and ``base_url``) into the ``[model]`` section of the config file,
+    keeping every other line as it is; the file is checked to still load before it
+    replaces the old one. Raises ``ConfigError``."""
+    file = file or paths.config_file()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    values = {"name": name, **({"base_url": base_url} if base_url else {})}
+    lines = text.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.strip() == "[model]"), None)
+    if header is None:
+        lines = [*lines, *([""] if lines else []), "[model]"]
+        header = len(lines) - 1
+    end = next((i for i in range(header + 1, len(lines))
+                if lines[i].lstrip().startswith("[")), len(lines))
+    for key, value in values.items():
+        entry = f"{key} = {json.dumps(value)}"  # a TOML basic string is a JSON string
+        found = next((i for i in range(header + 1, end)
+                      if lines[i].split("=", 1)[0].strip() == key), None)
+        if found is None:
+            lines.insert(header + 1, entry)
+            end += 1
+        else:
+            lines[found] = entry
+    new = "\n".join(lines) + "\n"
+    decode(file, new.encode(), Config)  # never write a file the daemon cannot read
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        tmp.write_text(new, encoding="utf-8")
+        os.replace(tmp, file)
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot write: {exc.strerror}") from exc
+    return file
 
 
 T = TypeVar("T")

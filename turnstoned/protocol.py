@@ -34,8 +34,8 @@ PROTOCOL_VERSION = 1
 # adds the editor: ``editor`` on turn/start, the editor services a client declares at
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
 # ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
-# turn/changes.
-PROTOCOL_REVISION = "1.12"
+# turn/changes; "1.13" adds model/list, model/use and session/setModel.
+PROTOCOL_REVISION = "1.13"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -299,6 +299,52 @@ class SessionResumeResult(Wire, kw_only=True):
     session: SessionInfo
     items: list[Item]
     instructions: list[InstructionFile] = []
+
+
+class ModelOption(Wire, kw_only=True):
+    """A model the daemon can use: one the configured server lists, or one a local server
+    on this machine serves (found when no model is configured)."""
+
+    name: str
+    base_url: str
+    server: str  # "configured", or the local server's kind (Ollama, llama.cpp, ...)
+    current: bool = False  # the configured model
+    context_window: int | None = None  # tokens, where known
+
+
+class ModelListResult(Wire, kw_only=True):
+    """``configured`` false: no model is set up; ``models`` then lists what local servers
+    serve (offer them). ``error``: the configured server could not be asked."""
+
+    models: list[ModelOption]
+    configured: bool
+    current: str | None = None
+    error: str | None = None
+
+
+class ModelUseParams(Wire, kw_only=True):
+    """Make ``name`` (on ``baseUrl``, when given) the model new sessions use; ``save``
+    writes it to the [model] section of the user's config.toml."""
+
+    name: str
+    base_url: str | None = None
+    save: bool = True
+
+
+class ModelUseResult(Wire, kw_only=True):
+    model: str
+    base_url: str | None = None
+    saved_to: str | None = None  # the config file written (null: this daemon run only)
+
+
+class SessionSetModelParams(Wire, kw_only=True):
+    session_id: str
+    model: str
+
+
+class SessionSetModelResult(Wire, kw_only=True):
+    model: str
+    previous: str | None = None
 
 
 class SessionSetModeParams(Wire, kw_only=True):
@@ -1282,6 +1328,12 @@ METHODS: tuple[Method, ...] = (
          "Stop receiving a session's notifications and approval requests on this connection."),
     _req("session/setMode", SessionSetModeParams, SessionSetModeResult,
          "Change a session's approval mode; it applies from the next tool call."),
+    _req("session/setModel", SessionSetModelParams, SessionSetModelResult,
+         "Change the model of a session (on the configured server); from its next model call."),
+    _req("model/list", None, ModelListResult,
+         "Models to choose from: the configured server's, or local servers' when none is set."),
+    _req("model/use", ModelUseParams, ModelUseResult,
+         "Make a model the one new sessions use, and save it to config.toml."),
     _req("session/compact", SessionRef, SessionCompactResult,
          "Summarise the older part of a session's context now (a running turn: at its next seam)."),
     _req("turn/start", TurnStartParams, TurnStartResult,

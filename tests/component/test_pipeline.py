@@ -48,7 +48,9 @@ async def test_a_task_agent_runs_a_batch_with_its_own_sink(tmp_path: Path) -> No
     assert [a["items"][1]["tool"] for a in sink.approvals] == ["bash"]
     assert {a["sessionId"] for a in sink.approvals} == {"agent-1"}
     assert "from-the-agent" in "".join(e["chunk"] for e in sink.of("item/toolCall/outputDelta"))
-    assert {m for m, _ in sink.events} == {"approval/resolved", "item/toolCall/outputDelta"}
+    # (and, as a command ran, that files may have changed)
+    assert {m for m, _ in sink.events} == {"approval/resolved", "item/toolCall/outputDelta",
+                                           "workspace/filesChanged"}
     assert not batch.folded  # committing is the caller's business
 
 

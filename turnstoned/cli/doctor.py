@@ -13,8 +13,6 @@ check failed (WARN: works, but worse than it could).
 from __future__ import annotations
 
 import asyncio
-import http.client
-import json
 import os
 import shutil
 import socket
@@ -27,14 +25,12 @@ from typing import TYPE_CHECKING, Literal
 
 from turnstoned import config, paths
 from turnstoned.daemon import rundir
+from turnstoned.llm.discovery import LOCAL_SERVERS, LocalServer, probe_local
 
 if TYPE_CHECKING:
     from turnstoned.mcp.models import ServerStatus
 
 Status = Literal["OK", "WARN", "FAIL"]
-# Local OpenAI-compatible servers on their default ports (127.0.0.1).
-LOCAL_SERVERS: tuple[tuple[str, int], ...] = (
-    ("Ollama", 11434), ("llama.cpp", 8080), ("vLLM", 8000), ("LM Studio", 1234))
 MCP_TIMEOUT = 30.0
 
 
@@ -45,15 +41,6 @@ class Line:
     fix: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class LocalServer:
-    """An OpenAI-compatible server found on this machine."""
-
-    name: str
-    base_url: str
-    models: tuple[str, ...]
-
-
 def _clean(text: str) -> str:
     """No terminal control sequences from a server's answer or a file on the screen."""
     return "".join(c if c == "\n" or c.isprintable() else "?" for c in text)
@@ -61,29 +48,6 @@ def _clean(text: str) -> str:
 
 def model_config_text(base_url: str, name: str) -> str:
     return f'[model]\nbase_url = "{base_url}"\nname = "{name}"'
-
-
-def probe_local(host: str, port: int, name: str, timeout: float = 1.0) -> LocalServer | None:
-    """The server on ``host:port`` when it answers ``GET /v1/models`` as OpenAI does."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError:
-        return None
-    conn = http.client.HTTPConnection(host, port, timeout=timeout * 3)
-    try:
-        conn.request("GET", "/v1/models")
-        response = conn.getresponse()
-        body = json.loads(response.read(1 << 20)) if response.status == 200 else None
-    except (OSError, http.client.HTTPException, ValueError):
-        body = None
-    finally:
-        conn.close()
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list):
-        return LocalServer(name, f"http://{host}:{port}/v1", ())
-    ids = tuple(str(m["id"]) for m in data if isinstance(m, dict) and "id" in m)
-    return LocalServer(name, f"http://{host}:{port}/v1", ids)
 
 
 class Doctor:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 from turnstoned import __version__, paths, sandbox, skills
 from turnstoned import protocol as p
 from turnstoned import tools as registry
-from turnstoned.config import Config
+from turnstoned.config import Config, ConfigError, resolve_model, save_model, with_overrides
 from turnstoned.core import build, wire
 from turnstoned.core.agent import AgentHost
 from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyTrustError
@@ -173,6 +174,49 @@ class Engine:
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
         self.sessions.interrupt(session_id, turn_id)
+
+    # ----------------------------------------------------------- models
+
+    async def list_models(self) -> p.ModelListResult:
+        """What the configured server lists; with no model configured, what the local
+        servers on this machine serve (for the editor to offer)."""
+        from turnstoned.llm import discovery
+
+        cfg = self.config.model
+        found = resolve_model(cfg)
+        if isinstance(found, str):
+            local = await asyncio.to_thread(discovery.find_local)
+            return p.ModelListResult(configured=False, models=[
+                p.ModelOption(name=m, base_url=s.base_url, server=s.name)
+                for s in local for m in s.models])
+        listing = await asyncio.to_thread(discovery.list_models, found.base_url, found.api_key)
+        names = listing.ids if found.name in listing.ids else [found.name, *listing.ids]
+        return p.ModelListResult(
+            configured=True, current=found.name, error=listing.problem(),
+            models=[p.ModelOption(name=n, base_url=listing.base_url, server="configured",
+                                  current=n == found.name,
+                                  context_window=found.context_window if n == found.name
+                                  else None) for n in names])
+
+    def use_model(self, params: p.ModelUseParams) -> p.ModelUseResult:
+        """The model new sessions (and sessions without their own) use; saved to the
+        user's config.toml unless ``save`` is false."""
+        saved = None
+        if params.save:
+            try:
+                saved = str(save_model(params.name, params.base_url))
+            except ConfigError as exc:
+                raise EngineError(ErrorCode.CONFIG_ERROR, str(exc)) from exc
+        values: dict[str, Any] = {"name": params.name}
+        if params.base_url:
+            values["base_url"] = params.base_url
+        self.config = with_overrides(self.config, {"model": values})
+        return p.ModelUseResult(model=params.name, base_url=self.config.model.base_url,
+                                saved_to=saved)
+
+    def set_session_model(self, params: p.SessionSetModelParams) -> p.SessionSetModelResult:
+        previous = self.sessions.set_model(params.session_id, params.model)
+        return p.SessionSetModelResult(model=params.model, previous=previous)
 
     # ----------------------------------------------------------- undo
 

@@ -213,6 +213,15 @@ class Sessions:
                                                   previous=previous))
         return previous
 
+    def set_model(self, session_id: str, model: str) -> str | None:
+        """A session's own model (on the configured server), from its next model call; the
+        previous one (None: it had none of its own)."""
+        session = self.get(session_id)
+        previous = session.model
+        session.model = model
+        self.store.update_session(session_id, model=model)
+        return previous
+
     def info(self, row: SessionRow) -> p.SessionInfo:
         """A session as ``session/list`` shows it, live or not."""
         live = self.live.get(row.id)

@@ -152,6 +152,22 @@ async def turn_interrupt(get_engine: GetEngine, params: p.TurnInterruptParams) -
     return p.Empty()
 
 
+@handles("model/list")
+async def model_list(get_engine: GetEngine, params: None) -> p.ModelListResult:
+    return await get_engine().list_models()
+
+
+@handles("model/use")
+async def model_use(get_engine: GetEngine, params: p.ModelUseParams) -> p.ModelUseResult:
+    return get_engine().use_model(params)
+
+
+@handles("session/setModel")
+async def session_set_model(get_engine: GetEngine,
+                            params: p.SessionSetModelParams) -> p.SessionSetModelResult:
+    return get_engine().set_session_model(params)
+
+
 @handles("turn/changes")
 async def turn_changes(get_engine: GetEngine, params: p.TurnRef) -> p.TurnChangesResult:
     return await get_engine().turn_changes(params)

@@ -7,7 +7,11 @@ A first run often has only ``OPENAI_BASE_URL`` set, pointing at a local server
 
 from __future__ import annotations
 
+import http.client
+import json
 import logging
+import socket
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import openai
@@ -15,6 +19,9 @@ import openai
 log = logging.getLogger(__name__)
 
 TIMEOUT = 5.0
+# Local OpenAI-compatible servers on their default ports (127.0.0.1).
+LOCAL_SERVERS: tuple[tuple[str, int], ...] = (
+    ("Ollama", 11434), ("llama.cpp", 8080), ("vLLM", 8000), ("LM Studio", 1234))
 
 
 @dataclass(frozen=True)
@@ -73,3 +80,45 @@ def only_model(base_url: str, api_key: str, timeout: float = TIMEOUT) -> str | N
         return None
     log.warning("no model is configured: using %s, the only model listed at %s", ids[0], listing.url)
     return ids[0]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalServer:
+    """An OpenAI-compatible server found on this machine."""
+
+    name: str
+    base_url: str
+    models: tuple[str, ...]
+
+
+def probe_local(host: str, port: int, name: str, timeout: float = 1.0) -> LocalServer | None:
+    """The server on ``host:port`` when it answers ``GET /v1/models`` as OpenAI does."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError:
+        return None
+    conn = http.client.HTTPConnection(host, port, timeout=timeout * 3)
+    try:
+        conn.request("GET", "/v1/models")
+        response = conn.getresponse()
+        body = json.loads(response.read(1 << 20)) if response.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError):
+        body = None
+    finally:
+        conn.close()
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return LocalServer(name, f"http://{host}:{port}/v1", ())
+    ids = tuple(str(m["id"]) for m in data if isinstance(m, dict) and "id" in m)
+    return LocalServer(name, f"http://{host}:{port}/v1", ids)
+
+
+def find_local(host: str = "127.0.0.1",
+               servers: tuple[tuple[str, int], ...] | None = None) -> list[LocalServer]:
+    """The local servers that answer (``LOCAL_SERVERS`` by default), asked side by side
+    (about a second when none does). Blocking: run it in a thread."""
+    servers = LOCAL_SERVERS if servers is None else servers
+    with ThreadPoolExecutor(max_workers=len(servers) or 1) as pool:
+        found = pool.map(lambda s: probe_local(host, s[1], s[0]), servers)
+    return [s for s in found if s is not None]

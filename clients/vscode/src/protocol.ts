@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.12";
+export const PROTOCOL_REVISION = "1.13";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -511,6 +511,45 @@ export interface MemoryListResult {
 }
 
 /**
+ * ``configured`` false: no model is set up; ``models`` then lists what local servers
+ * serve (offer them). ``error``: the configured server could not be asked.
+ */
+export interface ModelListResult {
+  models: ModelOption[];
+  configured: boolean;
+  current?: string | null;
+  error?: string | null;
+}
+
+/**
+ * A model the daemon can use: one the configured server lists, or one a local server
+ * on this machine serves (found when no model is configured).
+ */
+export interface ModelOption {
+  name: string;
+  baseUrl: string;
+  server: string;
+  current?: boolean;
+  contextWindow?: number | null;
+}
+
+/**
+ * Make ``name`` (on ``baseUrl``, when given) the model new sessions use; ``save``
+ * writes it to the [model] section of the user's config.toml.
+ */
+export interface ModelUseParams {
+  name: string;
+  baseUrl?: string | null;
+  save?: boolean;
+}
+
+export interface ModelUseResult {
+  model: string;
+  baseUrl?: string | null;
+  savedTo?: string | null;
+}
+
+/**
  * Something the daemon told the model between turns (e.g. a background shell exited).
  */
 export interface NoticeItem {
@@ -776,6 +815,16 @@ export interface SessionSetModeParams {
 export interface SessionSetModeResult {
   mode: "auto" | "full-access" | "plan" | "read-only";
   previous: "auto" | "full-access" | "plan" | "read-only";
+}
+
+export interface SessionSetModelParams {
+  sessionId: string;
+  model: string;
+}
+
+export interface SessionSetModelResult {
+  model: string;
+  previous?: string | null;
 }
 
 export interface SessionStartParams {
@@ -1115,6 +1164,9 @@ export const Method = {
   sessionClose: "session/close",
   sessionUnsubscribe: "session/unsubscribe",
   sessionSetMode: "session/setMode",
+  sessionSetModel: "session/setModel",
+  modelList: "model/list",
+  modelUse: "model/use",
   sessionCompact: "session/compact",
   turnStart: "turn/start",
   turnInterrupt: "turn/interrupt",
@@ -1174,6 +1226,9 @@ export interface ClientRequests {
   "session/close": { params: SessionRef; result: Empty };
   "session/unsubscribe": { params: SessionRef; result: Empty };
   "session/setMode": { params: SessionSetModeParams; result: SessionSetModeResult };
+  "session/setModel": { params: SessionSetModelParams; result: SessionSetModelResult };
+  "model/list": { params: null; result: ModelListResult };
+  "model/use": { params: ModelUseParams; result: ModelUseResult };
   "session/compact": { params: SessionRef; result: SessionCompactResult };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/interrupt": { params: TurnInterruptParams; result: Empty };

@@ -344,6 +344,29 @@
 ---@class turnstoned.MemoryListResult
 ---@field memories turnstoned.MemoryInfo[]
 
+---@class turnstoned.ModelListResult ``configured`` false: no model is set up; ``models`` then lists what local servers serve (offer them). ``error``: the configured server could not be asked.
+---@field models turnstoned.ModelOption[]
+---@field configured boolean
+---@field current? string|nil
+---@field error? string|nil
+
+---@class turnstoned.ModelOption A model the daemon can use: one the configured server lists, or one a local server on this machine serves (found when no model is configured).
+---@field name string
+---@field baseUrl string
+---@field server string
+---@field current? boolean
+---@field contextWindow? integer|nil
+
+---@class turnstoned.ModelUseParams Make ``name`` (on ``baseUrl``, when given) the model new sessions use; ``save`` writes it to the [model] section of the user's config.toml.
+---@field name string
+---@field baseUrl? string|nil
+---@field save? boolean
+
+---@class turnstoned.ModelUseResult
+---@field model string
+---@field baseUrl? string|nil
+---@field savedTo? string|nil
+
 ---@class turnstoned.NoticeItem Something the daemon told the model between turns (e.g. a background shell exited).
 ---@field type 'notice'
 ---@field id string
@@ -525,6 +548,14 @@
 ---@class turnstoned.SessionSetModeResult
 ---@field mode 'auto'|'full-access'|'plan'|'read-only'
 ---@field previous 'auto'|'full-access'|'plan'|'read-only'
+
+---@class turnstoned.SessionSetModelParams
+---@field sessionId string
+---@field model string
+
+---@class turnstoned.SessionSetModelResult
+---@field model string
+---@field previous? string|nil
 
 ---@class turnstoned.SessionStartParams
 ---@field cwd? string|nil
@@ -775,7 +806,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.12"
+M.PROTOCOL_REVISION = "1.13"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -789,6 +820,9 @@ M.methods = {
   session_close = "session/close",
   session_unsubscribe = "session/unsubscribe",
   session_set_mode = "session/setMode",
+  session_set_model = "session/setModel",
+  model_list = "model/list",
+  model_use = "model/use",
   session_compact = "session/compact",
   turn_start = "turn/start",
   turn_interrupt = "turn/interrupt",
@@ -851,6 +885,9 @@ M.directions = {
   ["session/close"] = { direction = "client->daemon", kind = "request" },
   ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
   ["session/setMode"] = { direction = "client->daemon", kind = "request" },
+  ["session/setModel"] = { direction = "client->daemon", kind = "request" },
+  ["model/list"] = { direction = "client->daemon", kind = "request" },
+  ["model/use"] = { direction = "client->daemon", kind = "request" },
   ["session/compact"] = { direction = "client->daemon", kind = "request" },
   ["turn/start"] = { direction = "client->daemon", kind = "request" },
   ["turn/interrupt"] = { direction = "client->daemon", kind = "request" },
