@@ -98,6 +98,7 @@ end
 ---@field base_url string
 ---@field push fun(...: table)
 ---@field requests fun(): integer
+---@field request fun(n: integer): {messages: table[], tools: string[]}
 ---@field stop fun()
 
 --- Start the repository's scripted OpenAI-compatible server (through a launcher).
@@ -135,6 +136,9 @@ function H.model()
     end,
     requests = function()
       return command({ requests = true }).count
+    end,
+    request = function(n)
+      return command({ request = n })
     end,
     stop = function()
       proc:write(nil)

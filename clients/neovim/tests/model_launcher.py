@@ -8,6 +8,8 @@ stdin line and answers each with one JSON line:
   arguments], ...]}``, ``{"hang": seconds, "after_text"?: str}`` or ``{"error": status,
   "message"?: str}``.
 - ``{"requests": true}`` answers how many chat requests arrived.
+- ``{"request": n}`` answers the messages of the n-th chat request (from 1; -1 is the last)
+  and the names of the tools it offered: ``{"messages": [...], "tools": [...]}``.
 
 The server stops when stdin closes.
 """
@@ -49,6 +51,11 @@ def main() -> int:
                 model.push(*(build(spec) for spec in command["push"]))
             if command.get("requests"):
                 answer["count"] = len(model.requests)
+            if "request" in command:
+                n = command["request"]
+                request = model.requests[n - 1 if n > 0 else n] if model.requests else {}
+                answer["messages"] = request.get("messages", [])
+                answer["tools"] = [t.get("function", {}).get("name") for t in request.get("tools", [])]
             print(json.dumps(answer), flush=True)
     return 0
 

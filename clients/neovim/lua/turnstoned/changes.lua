@@ -39,7 +39,8 @@ local function idle_chat()
   return chat
 end
 
---- The chat's last turn that changed files and was not undone.
+--- The chat's last turn that changed files and was not undone, among those whose changes
+--- are known.
 ---@param chat turnstoned.Chat
 ---@return turnstoned.TurnRecord?
 function M.last_changed(chat)
@@ -49,6 +50,41 @@ function M.last_changed(chat)
       return t
     end
   end
+end
+
+--- The chat's last turn that changed files and was not undone; `cb(turn)` (nil: none). A
+--- turn known only from the session's history (a resumed session) is asked what it
+--- changed (`turn/changes`), from the last one back, until one did.
+---@param chat turnstoned.Chat
+---@param cb fun(turn?: turnstoned.TurnRecord)
+function M.find_last_changed(chat, cb)
+  local i = #(chat.turns or {}) + 1
+  local function step()
+    i = i - 1
+    local t = (chat.turns or {})[i]
+    if not t then
+      return cb(nil)
+    elseif t.undone then
+      return step()
+    elseif t.checkpoint then
+      if #(t.checkpoint.files or {}) > 0 then
+        return cb(t)
+      end
+      return step()
+    elseif not t.resumed then
+      return step() -- a turn seen here that has not ended, or that changed nothing
+    end
+    client.request(methods.turn_changes, { sessionId = chat.sid, turnId = t.id }, function(err, result)
+      if err then
+        t.checkpoint = { files = {} }
+      else
+        t.checkpoint = { files = result.files or {}, undoable = result.undoable, note = result.note }
+      end
+      i = i + 1 -- look at this turn again, now that its changes are known
+      step()
+    end)
+  end
+  step()
 end
 
 --- How many of the chat's live turns come after `turn`.
@@ -245,7 +281,15 @@ function M.undo()
   if not chat then
     return
   end
-  local turn = M.last_changed(chat)
+  M.find_last_changed(chat, function(turn)
+    M.undo_turn(chat, turn)
+  end)
+end
+
+--- Undo `turn` of `chat` (and the turns after it), asking whether the conversation goes too.
+---@param chat turnstoned.Chat
+---@param turn? turnstoned.TurnRecord
+function M.undo_turn(chat, turn)
   if not turn then
     return notify('no turn of this chat changed files that can be undone')
   elseif turn.checkpoint.undoable == false then
@@ -517,10 +561,19 @@ function M.list(on_open)
   if not (chat and chat.sid) then
     return notify('this chat has no session yet')
   end
-  local turn = M.last_changed(chat)
-  if not turn then
-    return notify('no turn of this chat changed files')
-  end
+  M.find_last_changed(chat, function(turn)
+    if not turn then
+      return notify('no turn of this chat changed files')
+    end
+    M.list_turn(chat, turn, on_open)
+  end)
+end
+
+--- The list of what `turn` of `chat` changed.
+---@param chat turnstoned.Chat
+---@param turn turnstoned.TurnRecord
+---@param on_open? fun(l: turnstoned.ChangesList)
+function M.list_turn(chat, turn, on_open)
   client.request(methods.turn_changes, { sessionId = chat.sid, turnId = turn.id }, function(err, result)
     if err then
       return notify('cannot list the changes: ' .. err.message, vim.log.levels.ERROR)
@@ -582,7 +635,7 @@ function M.rerun()
     end
   end
   if #prompts == 0 then
-    return notify('no prompt of this chat to send again (prompts sent before a restart are not known here)')
+    return notify('no prompt of this chat to send again')
   end
   vim.ui.select(prompts, {
     prompt = 'Send which prompt again?',
@@ -624,7 +677,7 @@ function M.rerun_turn(chat, turn)
             undone(chat, result)
             tell(chat, summary(chat, '↶ undid', result) .. ' · :Turnstoned redo brings it back', result.rewound,
               function()
-                edit_prompt(chat, turn.prompt or result.prompt)
+                edit_prompt(chat, type(result.prompt) == 'string' and result.prompt or turn.prompt)
               end)
           end
         end)
@@ -643,7 +696,7 @@ function M.rerun_turn(chat, turn)
       session.adopt(fork)
       session.redraw(fork, function()
         fork:note(('> ⑂ forked from %s before "%s"'):format(chat.sid:sub(1, 8), first_line(turn.prompt)))
-        edit_prompt(fork, turn.prompt or result.prompt)
+        edit_prompt(fork, type(result.prompt) == 'string' and result.prompt or turn.prompt)
       end)
     end)
   end)

@@ -33,6 +33,7 @@ local api = vim.api
 ---@field turns? turnstoned.TurnRecord[]  the turns seen here, oldest first
 ---@field undos? {id: string, rewound?: boolean, redone?: boolean}[]  undos made here
 ---@field own_undo? boolean     an undo or redo asked from here is under way
+---@field instructions? turnstoned.InstructionFile[]  the project instruction files the model reads
 local Chat = {}
 Chat.__index = Chat
 
@@ -288,6 +289,21 @@ function Chat:event_block(id, lines)
     self:place_block(id, 'notice', lines, #lines > 1)
   end)
   self.answering = false
+end
+
+--- The project instruction files the model reads, as the winbar names them: "AGENTS.md,
+--- src/AGENTS.md (truncated)" ('' when there are none or they are not known).
+---@return string
+function Chat:instructions_label()
+  local names = {}
+  for _, f in ipairs(type(self.instructions) == 'table' and self.instructions or {}) do
+    if type(f.path) == 'string' then
+      local rel = self:relative(f.path)
+      names[#names + 1] = (rel == f.path and vim.fn.fnamemodify(f.path, ':~') or rel)
+        .. (f.truncated and ' (truncated)' or '')
+    end
+  end
+  return table.concat(names, ', ')
 end
 
 local KIND = { create = 'created ', modify = 'modified', delete = 'deleted ' }

@@ -26,7 +26,7 @@ local init_result ---@type table?
 local start_error ---@type string?
 local waiting = {} ---@type fun(err?: string)[]
 local listeners = {} ---@type table<string, fun(params: table)[]>
-local request_handlers = {} ---@type table<string, fun(params: table, respond: fun(result: table))>
+local request_handlers = {} ---@type table<string, fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError))>
 local exit_listeners = {} ---@type fun(code: integer)[]
 local generation = 0
 
@@ -39,9 +39,9 @@ function M.on(method, fn)
 end
 
 --- Answer the daemon's `method` requests: `handler(params, respond)` calls `respond(result)`
---- once, now or later.
+--- once, now or later; `respond(nil, {code, message})` answers with a JSON-RPC error.
 ---@param method string
----@param handler fun(params: table, respond: fun(result: table))
+---@param handler fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError))
 function M.on_request(method, handler)
   request_handlers[method] = handler
 end
@@ -87,21 +87,29 @@ local function server_request(method, params)
     return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.InternalError,
       'cannot wait for an answer outside a coroutine')
   end
-  local answer, answered = nil, false
-  handler(params, function(result)
+  local answer, failure, answered = nil, nil, false
+  local function respond(result, err)
     if answered then
       return
     end
-    answer, answered = result, true
+    answer, failure, answered = result, err, true
     if coroutine.status(co) == 'suspended' then
-      local ok, err = coroutine.resume(co)
+      local ok, e = coroutine.resume(co)
       if not ok then
-        log.error('answering %s failed: %s', method, err)
+        log.error('answering %s failed: %s', method, e)
       end
     end
-  end)
+  end
+  local ok, err = pcall(handler, params or {}, respond)
+  if not ok then
+    log.error('handler of the daemon request %s failed: %s', method, err)
+    respond(nil, { code = vim.lsp.protocol.ErrorCodes.InternalError, message = tostring(err) })
+  end
   if not answered then
     coroutine.yield()
+  end
+  if failure then
+    return nil, vim.lsp.rpc.rpc_response_error(failure.code, failure.message, failure.data)
   end
   return answer
 end
@@ -190,6 +198,7 @@ function M.start(cb)
     clientInfo = { name = 'Neovim', version = tostring(vim.version()) },
     rootUri = vim.NIL,
     capabilities = vim.empty_dict(),
+    initializationOptions = { turnstoned = { editor = require('turnstoned.editor').services() } },
   }, function(err, result)
     if gen ~= generation then
       return

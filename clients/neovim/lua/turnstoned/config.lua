@@ -30,6 +30,7 @@ local M = {}
 ---@field keymaps turnstoned.Keymaps
 ---@field log_level 'debug'|'info'|'warn'|'error'
 ---@field mode? turnstoned.ApprovalMode  approval mode of new sessions (default: the daemon's)
+---@field editor_context boolean       each prompt carries the editor state (file, selection, diagnostics)
 
 ---@type turnstoned.Config
 M.defaults = {
@@ -56,6 +57,7 @@ M.defaults = {
     changes_undo = 'gu',
   },
   log_level = 'info',
+  editor_context = true,
 }
 
 ---@type table
@@ -110,6 +112,7 @@ local function validate(c)
   for name, lhs in pairs(c.keymaps) do
     check('keymaps.' .. name, lhs == false or type(lhs) == 'string', 'a key string or false')
   end
+  check('editor_context', type(c.editor_context) == 'boolean', 'a boolean')
   check('log_level', LEVELS[c.log_level] ~= nil, "'debug', 'info', 'warn' or 'error'")
   check('mode', c.mode == nil or vim.tbl_contains(M.MODES, c.mode),
     "'read-only', 'auto', 'full-access' or 'plan'")

@@ -141,6 +141,33 @@ local function check_mcp(servers)
   end
 end
 
+--- The editor services the plugin declares, and what the current chat's model follows.
+---@param cfg turnstoned.Config
+local function check_editor(cfg)
+  local client = require('turnstoned.client')
+  if client.has_revision('1.12') then
+    health.ok('editor services: diagnostics, open files, symbols (the language servers of your buffers), '
+      .. 'unsaved buffers; the editor state goes with each prompt'
+      .. (cfg.editor_context and '' or ' (off: editor_context = false)'))
+  else
+    health.info('this daemon does not read the editor (it needs protocol 1.12)')
+  end
+  local chat = package.loaded['turnstoned.session'] and require('turnstoned.session').peek()
+  if not (chat and chat.sid) then
+    return health.info('no chat yet: the project instructions are named once a session starts')
+  end
+  local label = chat:instructions_label()
+  if label == '' then
+    return health.info('the current chat\'s model reads no project instructions (AGENTS.md and the like)')
+  end
+  local truncated = vim.iter(chat.instructions):any(function(f)
+    return f.truncated == true
+  end)
+  local say = truncated and health.warn or health.ok
+  say('instructions the model reads: ' .. label,
+    truncated and { 'The instructions are capped at 32,000 characters: shorten them' } or nil)
+end
+
 function M.check()
   local config = require('turnstoned.config')
   health.start('turnstoned')
@@ -166,6 +193,7 @@ function M.check()
     return health.error('MCP server list failed: ' .. (e2 and e2.message or '?'))
   end
   check_mcp(servers.servers or {})
+  check_editor(cfg)
 end
 
 return M

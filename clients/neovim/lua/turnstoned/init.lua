@@ -31,7 +31,10 @@ local function wire()
   require('turnstoned.approval').wire()
   require('turnstoned.trust').wire()
   require('turnstoned.client').on_exit(require('turnstoned.questions').clear)
+  require('turnstoned.editor').serve()
+  require('turnstoned.reload').wire()
   local group = api.nvim_create_augroup('turnstoned', { clear = true })
+  require('turnstoned.editor').wire(group)
   api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
   api.nvim_create_autocmd('BufWinEnter', {
     group = group,
@@ -98,6 +101,8 @@ end
 ---@param opts {buf?: integer, line1: integer, line2: integer, prompt?: string}
 function M.send_selection(opts)
   local buf = opts.buf or api.nvim_get_current_buf()
+  wire()
+  require('turnstoned.editor').remember_selection(buf, opts.line1, opts.line2)
   local lines = M.selection_lines(buf, opts.line1, opts.line2)
   if opts.prompt and opts.prompt ~= '' then
     return M.ask(table.concat(lines, '\n') .. '\n\n' .. opts.prompt)

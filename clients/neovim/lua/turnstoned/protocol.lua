@@ -196,6 +196,21 @@
 ---@field oldText string
 ---@field newText string
 
+---@class turnstoned.FindFilesParams Files whose paths match ``query`` fuzzily, best first: under the session's cwd, or under ``root`` (absolute) without a session.
+---@field query string
+---@field sessionId? string|nil
+---@field root? string|nil
+---@field limit? integer
+
+---@class turnstoned.FindFilesResult
+---@field root string
+---@field indexed integer
+---@field files turnstoned.FoundFile[]
+
+---@class turnstoned.FoundFile
+---@field path string
+---@field positions? integer[]
+
 ---@class turnstoned.GrantInfo A standing grant: ``rule`` as saved (``bash:git status``, ``bash:@read-only``, ``write@workspace``, a label), what it lets run, and where it comes from.
 ---@field rule string
 ---@field description string
@@ -343,6 +358,12 @@
 
 ---@class turnstoned.MemoryListResult
 ---@field memories turnstoned.MemoryInfo[]
+
+---@class turnstoned.MentionInput A file (or a line range of it, lines from 1, or a folder) the prompt names with @: the model reads its text (a folder: its listing) with the prompt.
+---@field type 'mention'
+---@field path string
+---@field startLine? integer|nil
+---@field endLine? integer|nil
 
 ---@class turnstoned.ModelListResult ``configured`` false: no model is set up; ``models`` then lists what local servers serve (offer them). ``error``: the configured server could not be asked.
 ---@field models turnstoned.ModelOption[]
@@ -683,7 +704,7 @@
 
 ---@class turnstoned.TurnStartParams
 ---@field sessionId string
----@field input turnstoned.TextInput[]
+---@field input (turnstoned.TextInput|turnstoned.MentionInput)[]
 ---@field editor? turnstoned.EditorState|nil
 
 ---@class turnstoned.TurnStartResult
@@ -793,6 +814,7 @@
 ---@alias turnstoned.PolicyAction 'allow'|'ask'|'deny'
 ---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
 ---@alias turnstoned.CompactionMode 'dropped'|'summary'
+---@alias turnstoned.InputItem turnstoned.TextInput|turnstoned.MentionInput
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.Resolution 'checkpoint'|'mine'
 ---@alias turnstoned.DiagnosticSeverity 'error'|'hint'|'information'|'warning'
@@ -821,6 +843,7 @@ M.methods = {
   session_unsubscribe = "session/unsubscribe",
   session_set_mode = "session/setMode",
   session_set_model = "session/setModel",
+  workspace_find_files = "workspace/findFiles",
   model_list = "model/list",
   model_use = "model/use",
   session_compact = "session/compact",
@@ -886,6 +909,7 @@ M.directions = {
   ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
   ["session/setMode"] = { direction = "client->daemon", kind = "request" },
   ["session/setModel"] = { direction = "client->daemon", kind = "request" },
+  ["workspace/findFiles"] = { direction = "client->daemon", kind = "request" },
   ["model/list"] = { direction = "client->daemon", kind = "request" },
   ["model/use"] = { direction = "client->daemon", kind = "request" },
   ["session/compact"] = { direction = "client->daemon", kind = "request" },

@@ -79,6 +79,7 @@ local DECIDED = { approve = 'running', always = 'running', auto = 'running', den
 ---@field prompt? string          the prompt that started it (none: the daemon started it)
 ---@field checkpoint? turnstoned.TurnCheckpoint  what it changed, once it ended
 ---@field undone? string          the undo that took it back
+---@field resumed? boolean        known from the session's history (what it changed is asked when needed)
 
 --- The record of turn `id` of `chat`, made when it is new.
 ---@param chat turnstoned.Chat
@@ -94,6 +95,22 @@ function M.turn(chat, id)
   local t = { id = id }
   table.insert(chat.turns, t)
   return t
+end
+
+--- Remember the turns a session's history names (its userMessage items carry the turn they
+--- started, from protocol 1.12), so undo, review and rerun reach turns from before a restart.
+---@param chat turnstoned.Chat
+---@param items turnstoned.Item[]
+function M.remember_turns(chat, items)
+  for _, item in ipairs(items or {}) do
+    if item.type == 'userMessage' and type(item.turnId) == 'string' then
+      local t = M.turn(chat, item.turnId)
+      t.prompt = t.prompt or item.text
+      if not t.checkpoint then
+        t.resumed = true
+      end
+    end
+  end
 end
 
 --- The approval mode of a chat's session (of its next session, before it has one).
@@ -275,18 +292,20 @@ end
 ---@param chat turnstoned.Chat
 ---@param text string
 ---@param mark integer the prompt's heading in the transcript
+---@param editor? turnstoned.EditorState what the user had in front of them as they sent it
 ---@param retried? boolean
-local function start_turn(chat, text, mark, retried)
+local function start_turn(chat, text, mark, editor, retried)
   client.request(methods.turn_start, {
     sessionId = chat.sid,
     input = { { type = 'text', text = text } },
+    editor = editor and client.has_revision('1.12') and editor or nil,
   }, function(err, result)
     if err and err.code == P.error_codes.SESSION_CLOSED and not retried then
       return client.request(methods.session_resume, { sessionId = chat.sid }, function(e)
         if e then
           return chat:note('> ✗ ' .. e.message)
         end
-        start_turn(chat, text, mark, true)
+        start_turn(chat, text, mark, editor, true)
       end)
     end
     if err or result.queued then
@@ -315,12 +334,13 @@ end
 --- Send a prompt in the current chat, starting its session first if needed.
 ---@param text string
 function M.send(text)
+  local editor = require('turnstoned.editor').state()
   local chat = M.current()
   local mark = chat:user(text)
   chat.title = chat.title or vim.split(text, '\n')[1]
   chat.prompt_pending = true
   if chat.sid then
-    return start_turn(chat, text, mark)
+    return start_turn(chat, text, mark, editor)
   end
   local cwd = M.cwd()
   local mode = M.mode(chat)
@@ -331,6 +351,7 @@ function M.send(text)
     end
     chat.info = chat.info or { cwd = cwd }
     chat.mode = mode
+    chat.instructions = result.instructions
     chat:bind(result.sessionId)
     chats[result.sessionId] = chat
     refresh()
@@ -342,7 +363,7 @@ function M.send(text)
         end
       end)
     end
-    start_turn(chat, text, mark)
+    start_turn(chat, text, mark, editor)
   end)
 end
 
@@ -378,6 +399,8 @@ function M.resume(sid, cb)
       chats[sid] = chat
       chat:load(result.items or {})
     end
+    M.remember_turns(chat, result.items)
+    chat.instructions = result.instructions or chat.instructions
     chat.info = result.session
     chat.mode = result.session and result.session.approvalMode or chat.mode
     chat.title = chat.title or (result.session and result.session.title)
@@ -433,7 +456,9 @@ function M.redraw(chat, cb)
       return cb and cb(err.message)
     end
     chat.info = result.session or chat.info
+    chat.instructions = result.instructions or chat.instructions
     chat:load(result.items or {})
+    M.remember_turns(chat, result.items)
     refresh()
     return cb and cb(nil)
   end)

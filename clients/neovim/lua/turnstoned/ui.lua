@@ -69,7 +69,8 @@ function M.describe(chat)
   return state, table.concat(usage, ' · '), session.mode(chat) or ''
 end
 
---- The transcript window's winbar: title, state and token usage.
+--- The transcript window's winbar: title, the project instructions the model reads, state
+--- and token usage.
 ---@return string
 function M.winbar()
   local win = vim.g.statusline_winid or api.nvim_get_current_win()
@@ -82,6 +83,10 @@ function M.winbar()
   end
   local function escape(s)
     return (s:gsub('%%', '%%%%'))
+  end
+  local instructions = chat and chat:instructions_label() or ''
+  if instructions ~= '' then
+    title = ('%s · instructions: %s'):format(title, instructions)
   end
   -- `%<` truncates the title first when the window is narrow.
   return (' %%<%s%%=%s '):format(escape(title), escape(right))
