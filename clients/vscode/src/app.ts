@@ -5,6 +5,7 @@ import { ChatController } from "./chat";
 import { daemonFeatures, type DaemonFeatures } from "./client";
 import { rpcError } from "./connection";
 import { API_KEY_SECRET, Daemon } from "./daemon";
+import { EditorServices } from "./editor";
 import type { Host, TreeNode } from "./host";
 import { manageGrants } from "./grants";
 import { describeChanges, mcpPickItems } from "./mcp";
@@ -62,7 +63,8 @@ function sessionArg(arg: unknown): string | undefined {
 
 export function startApp(host: Host): App {
   const broker = new ApprovalBroker();
-  const daemon = new Daemon(host, broker);
+  const editor = new EditorServices(host);
+  const daemon = new Daemon(host, broker, editor);
   let sessions: SessionInfo[] = [];
 
   /** The running client, for a read that cannot do without it. */
@@ -116,7 +118,10 @@ export function startApp(host: Host): App {
     openPreview: (sessionId, previewId) => previews.show(sessionId, previewId),
     sessionTitle,
     modeChanged: () => showMode(),
+    editorState: () => editor.state(),
+    editorChip: () => editor.chip(),
   });
+  editor.onChip((chip) => chat.showEditorChip(chip));
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
   const shown: Shown = { host, chat, previews, sessionTitle };
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
@@ -147,6 +152,10 @@ export function startApp(host: Host): App {
     review.observe(event);
     if (event.method === "mcpServer/statusChanged") {
       void daemon.refreshHealth();
+      return;
+    }
+    if (event.method === "workspace/filesChanged") {
+      void editor.filesChanged(event.params).catch((err: unknown) => host.log(`workspace/filesChanged: ${String(err)}`));
       return;
     }
     // A session this window has not listed yet (a coordinator's child, just spawned).
@@ -227,6 +236,14 @@ export function startApp(host: Host): App {
       const info = chat.modeInfo();
       const mode = await host.pick(modePickItems(info), { title: info.pending ? "Approval mode of the next chat" : "Approval mode of this chat", placeHolder: "What runs without asking" });
       if (mode) await chat.setMode(mode);
+    },
+    "turnstoned.undoLastTurn": async () => {
+      const at = await inChat("checkpoints", "undo and redo", "1.10");
+      if (at) await chat.checkpoints.undoTurn(at.sessionId, null);
+    },
+    "turnstoned.redoLastUndo": async () => {
+      const at = await inChat("checkpoints", "undo and redo", "1.10");
+      if (at) await chat.checkpoints.redo(at.sessionId, null);
     },
     "turnstoned.sessions.refresh": () => refreshSessions(),
     "turnstoned.sessions.resume": (arg?: unknown) => {

@@ -1,13 +1,15 @@
 /** The chat view's host side: which session it shows, sending, interrupting, approvals. */
+import * as os from "node:os";
+import * as nodePath from "node:path";
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
 import { daemonFeatures, type TurnstonedClient } from "./client";
-import type { Attachment, FromWebview, ModeInfo, ToWebview } from "./messages/chat";
+import type { Attachment, EditorChipInfo, FromWebview, InstructionLine, ModeInfo, ToWebview } from "./messages/chat";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
 import type { ChatView, Folder, Host } from "./host";
 import { MODE_LABELS } from "./messages/modes";
-import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, Item, SandboxHealth, Verdict } from "./protocol";
+import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, EditorState, InstructionFile, Item, SandboxHealth, Verdict } from "./protocol";
 import { ErrorKind } from "./protocol";
 import { Checkpoints, TEXT_SCHEME } from "./undo";
 
@@ -24,6 +26,23 @@ export interface ChatHooks {
   sessionTitle(sessionId: string): Promise<string>;
   /** The chat's approval mode changed (or the chat shows another session). */
   modeChanged(): void;
+  /** What the editor shows as a prompt is sent (null: nothing, or the setting leaves it out). */
+  editorState(): EditorState | null;
+  /** What of the editor the next prompt would carry, for the chat input's chip. */
+  editorChip(): EditorChipInfo | null;
+}
+
+/** The instruction files as the chat names them: inside the session's folder relative to it, in the home folder with ~. */
+export function instructionLines(files: readonly InstructionFile[], cwd: string | undefined, home = os.homedir()): InstructionLine[] {
+  const inside = (root: string, path: string) => {
+    const rel = nodePath.relative(root, path);
+    return rel && !rel.startsWith("..") && !nodePath.isAbsolute(rel) ? rel : null;
+  };
+  return files.map((f) => {
+    const rel = cwd ? inside(cwd, f.path) : null;
+    const inHome = rel === null && home ? inside(home, f.path) : null;
+    return { path: f.path, label: rel ?? (inHome ? `~/${inHome}` : f.path), chars: f.chars, truncated: f.truncated ?? false };
+  });
 }
 
 /** The riskiest rated call of a cycle, for a notification: " (high risk: deletes files …)". */
@@ -91,6 +110,7 @@ export class ChatController {
       } else if (event.method === "session/notice") {
         this.checkpoints.noticed(event.params.sessionId, event.params.kind, event.params.data);
       }
+      if (event.method === "workspace/filesChanged") return;
       if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
       this.post({ type: "event", event });
       if (event.method === "turn/completed") hooks.sessionsChanged();
@@ -180,6 +200,7 @@ export class ChatController {
     const status = this.daemon.status;
     this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false, editArguments: false }) });
     this.postMode();
+    this.showEditorChip(this.hooks.editorChip());
     if (client && this.recall && this.folder) {
       this.recall = false;
       this.sessionId ??= await newestSessionIn(client, this.folder.path, (m) => this.host.log(m));
@@ -197,9 +218,11 @@ export class ChatController {
     if (!client) return;
     let items: Item[] = [];
     let running = false;
+    let instructions: InstructionFile[] = [];
     try {
       const result = await client.resumeSession(sessionId);
       items = result.items;
+      instructions = result.instructions ?? [];
       running = result.session.status === "running";
       this.title = result.session.title ?? "";
       this.folder = { name: result.session.cwd, path: result.session.cwd };
@@ -213,6 +236,7 @@ export class ChatController {
     this.setSession(sessionId);
     const turns = this.checkpoints.turnsOf(sessionId, items);
     this.post({ type: "reset", sessionId, title: this.title, items, running, turns });
+    this.post({ type: "instructions", files: instructionLines(instructions, this.folder?.path) });
     this.postMode();
     void this.checkpoints.replay(sessionId, turns);
     for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
@@ -243,6 +267,11 @@ export class ChatController {
     if (changed) this.hooks.modeChanged();
   }
 
+  /** What of the editor the next prompt carries changed: the chat input's chip follows. */
+  showEditorChip(chip: EditorChipInfo | null): void {
+    this.post({ type: "editor", chip });
+  }
+
   /** The session was closed elsewhere (the sessions tree). */
   closed(sessionId: string): void {
     if (sessionId !== this.sessionId) return;
@@ -266,7 +295,7 @@ export class ChatController {
     const mode = this.nextMode === undefined ? settings.approvalMode : this.nextMode;
     const status = this.daemon.status;
     const modes = status.state === "ready" && daemonFeatures(status.health).approvalModes;
-    const sessionId = await client.startSession({
+    const { sessionId, instructions } = await client.startSession({
       cwd: folder?.path ?? null,
       workspace: folder?.path ?? null,
       model: settings.model || null,
@@ -283,11 +312,15 @@ export class ChatController {
     this.setSession(sessionId);
     // The page keeps what it shows (the message being sent) and learns which session it is.
     this.post({ type: "session", sessionId });
+    this.post({ type: "instructions", files: instructionLines(instructions ?? [], folder?.path) });
     this.postMode();
     return sessionId;
   }
 
-  async send(text: string): Promise<void> {
+  /** Send a prompt; `withEditor`: with the editor state as it is now (when the setting and the daemon allow). */
+  async send(text: string, withEditor = true): Promise<void> {
+    // As the user sends it (the daemon or the session may take a moment to start).
+    const seen = withEditor ? this.hooks.editorState() : null;
     try {
       const sessionId = await this.ensureSession();
       const client = this.daemon.client;
@@ -295,11 +328,13 @@ export class ChatController {
         this.post({ type: "sendFailed", text, message: "The daemon is not running; nothing was sent." });
         return;
       }
-      const result = await client.startTurn(sessionId, text).catch(async (err: unknown) => {
+      const status = this.daemon.status;
+      const editor = status.state === "ready" && daemonFeatures(status.health).editor ? seen : null;
+      const result = await client.startTurn(sessionId, text, editor).catch(async (err: unknown) => {
         // A closed session reopens on resume; then the message goes through.
         if (rpcError(err).kind !== ErrorKind.SESSION_CLOSED) throw err;
         await client.resumeSession(sessionId);
-        return client.startTurn(sessionId, text);
+        return client.startTurn(sessionId, text, editor);
       });
       this.post({ type: "sent", text, queued: result.queued ?? false, ...(result.queued ? {} : { turnId: result.turnId }) });
       if (!result.queued) await this.checkpoints.sent(sessionId, result.turnId, text);
@@ -347,7 +382,8 @@ export class ChatController {
   async handle(message: FromWebview): Promise<void> {
     switch (message.type) {
       case "ready": await this.redraw(); break;
-      case "send": await this.send(message.text); break;
+      case "send": await this.send(message.text, message.editor !== false); break;
+      case "openFile": await this.host.openFile(message.path); break;
       case "interrupt": await this.interrupt(); break;
       case "answer": this.broker.answer(message.cycleId, message.answer); break;
       case "decideCall": this.broker.decideCall(message.cycleId, message.callId, message.decision, message.feedback, message.arguments); break;

@@ -7,6 +7,8 @@ import type {
   ApprovalResponse,
   DaemonHealthResult,
   DaemonEvent,
+  DaemonRequests,
+  EditorState,
   FileChangeReadResult,
   GrantInfo,
   McpServerInfo,
@@ -29,6 +31,7 @@ import type {
   SessionSetModeResult,
   SessionResumeResult,
   SessionStartParams,
+  SessionStartResult,
   ToolInfo,
   TurnChangesResult,
   TurnStartResult,
@@ -57,6 +60,7 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.sessionModeChanged,
   Method.previewOpen,
   Method.mcpServerStatusChanged,
+  Method.workspaceFilesChanged,
 ];
 
 /** What a daemon can do beyond protocol 1.0, from its `protocolRevision`. */
@@ -76,6 +80,8 @@ export interface DaemonFeatures {
   approvalModes: boolean;
   /** Checkpoints: `turn/changes`, `turn/undo`, `turn/redo`, `session/fork` (1.10). */
   checkpoints: boolean;
+  /** The editor state on `turn/start`, the `editor/*` requests, `workspace/filesChanged`; `turnId` on prompts and `undoneBy` (1.12). */
+  editor: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -91,12 +97,18 @@ export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevisio
     perCallDecisions: v11, editReview: v11, editArguments: v15, policies: v15,
     watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4"),
     approvalModes: revisionAtLeast(health.protocolRevision, "1.9"), checkpoints: revisionAtLeast(health.protocolRevision, "1.10"),
+    editor: revisionAtLeast(health.protocolRevision, "1.12"),
   };
 }
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
 export type TrustHandler = (params: McpTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
 export type PolicyTrustHandler = (params: PolicyTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
+
+type EditorRequest = "editor/diagnostics" | "editor/openFiles" | "editor/symbol" | "editor/buffers";
+/** Who answers the daemon's `editor/*` requests (1.12); one that is missing answers with an error. */
+export type EditorHandlers = { [M in EditorRequest]?: (params: DaemonRequests[M]["params"], token: CancelToken) => Promise<DaemonRequests[M]["result"]> };
+const EDITOR_REQUESTS: readonly EditorRequest[] = [Method.editorDiagnostics, Method.editorOpenFiles, Method.editorSymbol, Method.editorBuffers];
 
 export class TurnstonedClient {
   private readonly conn: TypedConnection;
@@ -105,6 +117,7 @@ export class TurnstonedClient {
   private approvalHandler: ApprovalHandler = async () => ({ decision: "deny", feedback: "No one is there to approve." });
   private trustHandler: TrustHandler = async () => ({ decision: "dismiss" });
   private policyTrustHandler: PolicyTrustHandler = async () => ({ decision: "dismiss" });
+  private editorHandlers: EditorHandlers = {};
 
   /** Every forwarded notification, in arrival order. */
   readonly onEvent = this.events.event;
@@ -120,7 +133,20 @@ export class TurnstonedClient {
       this.conn.serve(Method.itemToolRequestApproval, (params, token) => this.approvalHandler(params, token)),
       this.conn.serve(Method.mcpServerRequestTrust, (params, token) => this.trustHandler(params, token)),
       this.conn.serve(Method.policyRequestTrust, (params, token) => this.policyTrustHandler(params, token)),
+      ...EDITOR_REQUESTS.map((method) => this.serveEditor(method)),
     );
+  }
+
+  private serveEditor<M extends EditorRequest>(method: M): Disposable {
+    return this.conn.serve(method, (params, token) => {
+      const handler: EditorHandlers[M] = this.editorHandlers[method];
+      return handler ? handler(params, token) : Promise.reject(new Error(`this editor does not serve ${method}`));
+    });
+  }
+
+  /** Who answers the `editor/*` requests (what the client declared at initialize). */
+  setEditorHandlers(handlers: EditorHandlers): void {
+    this.editorHandlers = handlers;
   }
 
   /** Who answers `mcpServer/requestTrust` (the default trusts nothing). */
@@ -151,8 +177,9 @@ export class TurnstonedClient {
     return (await this.conn.request(Method.sessionList, null)).sessions;
   }
 
-  async startSession(params: SessionStartParams): Promise<string> {
-    return (await this.conn.request(Method.sessionStart, params)).sessionId;
+  /** A new session: its id and the project instructions its model reads (1.11). */
+  startSession(params: SessionStartParams): Promise<SessionStartResult> {
+    return this.conn.request(Method.sessionStart, params);
   }
 
   resumeSession(sessionId: string): Promise<SessionResumeResult> {
@@ -163,8 +190,9 @@ export class TurnstonedClient {
     await this.conn.request(Method.sessionClose, { sessionId });
   }
 
-  startTurn(sessionId: string, text: string): Promise<TurnStartResult> {
-    return this.conn.request(Method.turnStart, { sessionId, input: [{ type: "text", text }] });
+  /** Send a prompt; `editor`: what the user has in front of them as they send it (1.12). */
+  startTurn(sessionId: string, text: string, editor?: EditorState | null): Promise<TurnStartResult> {
+    return this.conn.request(Method.turnStart, { sessionId, input: [{ type: "text", text }], ...(editor ? { editor } : {}) });
   }
 
   async interrupt(sessionId: string, turnId?: string): Promise<void> {
@@ -204,8 +232,8 @@ export class TurnstonedClient {
     return this.conn.request(Method.turnUndo, params);
   }
 
-  /** Bring back what an undo took back (1.10). */
-  redo(sessionId: string, undoId: string, resolutions: Record<string, Resolution> = {}): Promise<TurnUndoResult> {
+  /** Bring back what an undo took back (1.10); without `undoId`, the session's latest undo not redone. */
+  redo(sessionId: string, undoId: string | null, resolutions: Record<string, Resolution> = {}): Promise<TurnUndoResult> {
     return this.conn.request(Method.turnRedo, { sessionId, undoId, resolutions });
   }
 

@@ -5,6 +5,7 @@ import type { DaemonEvent } from "./protocol";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail, type Problem } from "./launch";
+import { INITIALIZATION_OPTIONS, type EditorServices } from "./editor";
 import { askMcpTrust } from "./mcp";
 import { askPolicyTrust } from "./policies";
 import type { DaemonHealthResult } from "./protocol";
@@ -33,7 +34,7 @@ export class Daemon {
   /** Every notification of the running daemon (across restarts). */
   readonly onEvent = this.events.event;
 
-  constructor(private readonly host: Host, private readonly broker: ApprovalBroker) {}
+  constructor(private readonly host: Host, private readonly broker: ApprovalBroker, private readonly editor?: EditorServices) {}
 
   get client(): TurnstonedClient | null {
     return this.status.state === "ready" ? this.current : null;
@@ -63,12 +64,14 @@ export class Daemon {
       this.handle = await this.host.startDaemon({ ...launch, command: program }, this.host.activeFolder()?.path, {
         onStderr: (chunk) => this.tail.push(chunk),
         onExit: (code, signal) => this.exited(generation, code, signal),
-      });
+      }, INITIALIZATION_OPTIONS);
       const client = new TurnstonedClient(this.handle.connection);
       client.setApprovalHandler((params, token) => this.broker.handle(params, token));
       // A project's .mcp.json or policies file asks for trust: a modal with exactly what it holds.
       client.setTrustHandler((params, token) => askMcpTrust(this.host, params, token));
       client.setPolicyTrustHandler((params, token) => askPolicyTrust(this.host, params, token));
+      // What the editor shows: diagnostics, open files, symbols, unsaved buffers (1.12).
+      this.editor?.serve(client);
       client.onEvent((event) => {
         if (event.method === "approval/resolved") this.broker.resolved(event.params);
         this.events.fire(event);

@@ -7,7 +7,7 @@ import type { FromWebview, ToWebview } from "./messages/chat";
 import type { Connection, Disposable } from "./connection";
 import type { Launch } from "./launch";
 import type { FromPreview, ToPreview } from "./messages/preview";
-import type { PreviewKind } from "./protocol";
+import type { EditorBuffer, EditorDiagnostic, EditorLocation, EditorState, EditorSymbolParams, InitializationOptions, OpenFile, PreviewKind } from "./protocol";
 import type { Settings } from "./settings";
 
 export interface DaemonHooks {
@@ -96,7 +96,8 @@ export interface Host {
   /** The second status bar item: the chat's approval mode (null hides it). */
   setModeStatus(text: string | null, tooltip: string, command: string): void;
 
-  startDaemon(launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle>;
+  /** Start the daemon; `options` go to `initialize` as its `initializationOptions`. */
+  startDaemon(launch: Launch, cwd: string | undefined, hooks: DaemonHooks, options: InitializationOptions): Promise<DaemonHandle>;
   registerCommand(id: string, run: (...args: unknown[]) => unknown): void;
   registerChatView(provider: ChatViewProvider): ChatView;
   registerTree(viewId: string, roots: () => TreeNode[]): { refresh(): void };
@@ -128,4 +129,24 @@ export interface Host {
   /** The URI string of the active editor's document (the diff's right side when in a diff). */
   activeUri(): string | undefined;
   closeEditorsOf(uri: string): Promise<void>;
+
+  // The editor as the model may see it. Paths are absolute file paths (a document opened
+  // through a symlink matches its real path too); ranges count lines and characters from 0.
+
+  /** The active text editor's file (file scheme only), without its diagnostics; undefined when none. */
+  activeEditor(): EditorState | undefined;
+  /** Fires when the active editor or its selection changes (often: debounce). */
+  onActiveEditorChanged(listener: () => void): Disposable;
+  /** The problems the editor shows in a file, or in every file without `path`. */
+  diagnostics(path?: string): EditorDiagnostic[];
+  /** The files open in editor tabs. */
+  openFiles(): OpenFile[];
+  /** The definition of, or the references to, the symbol at a position, from the language servers. */
+  symbolLocations(action: EditorSymbolParams["action"], path: string, line: number, character: number): Promise<EditorLocation[]>;
+  /** The open file documents with unsaved changes, with their text. */
+  unsavedBuffers(): EditorBuffer[];
+  /** A file's open document: whether it has unsaved changes, and its text; undefined when it is not open. */
+  fileDocument(path: string): { dirty: boolean; text: string } | undefined;
+  /** Reload a file's document from the disk, dropping its unsaved changes; false when it could not. */
+  revertDocument(path: string): Promise<boolean>;
 }

@@ -292,6 +292,28 @@ export interface FileChangeReadResult {
 }
 
 /**
+ * Files whose paths match ``query`` fuzzily, best first: under the session's cwd, or
+ * under ``root`` (absolute) without a session.
+ */
+export interface FindFilesParams {
+  query: string;
+  sessionId?: string | null;
+  root?: string | null;
+  limit?: number;
+}
+
+export interface FindFilesResult {
+  root: string;
+  indexed: number;
+  files: FoundFile[];
+}
+
+export interface FoundFile {
+  path: string;
+  positions?: number[];
+}
+
+/**
  * A standing grant: ``rule`` as saved (``bash:git status``, ``bash:@read-only``,
  * ``write@workspace``, a label), what it lets run, and where it comes from.
  */
@@ -508,6 +530,17 @@ export interface MemoryListParams {
 
 export interface MemoryListResult {
   memories: MemoryInfo[];
+}
+
+/**
+ * A file (or a line range of it, lines from 1, or a folder) the prompt names with @:
+ * the model reads its text (a folder: its listing) with the prompt.
+ */
+export interface MentionInput {
+  type: "mention";
+  path: string;
+  startLine?: number | null;
+  endLine?: number | null;
 }
 
 /**
@@ -989,7 +1022,7 @@ export interface TurnRef {
 
 export interface TurnStartParams {
   sessionId: string;
-  input: TextInput[];
+  input: (TextInput | MentionInput)[];
   editor?: EditorState | null;
 }
 
@@ -1142,6 +1175,7 @@ export type VerdictTier = "heuristic" | "llm" | "llm_fallback";
 export type PolicyAction = "allow" | "ask" | "deny";
 export type CompactionTrigger = "auto" | "manual" | "overflow";
 export type CompactionMode = "dropped" | "summary";
+export type InputItem = TextInput | MentionInput;
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type Resolution = "checkpoint" | "mine";
 export type DiagnosticSeverity = "error" | "hint" | "information" | "warning";
@@ -1165,6 +1199,7 @@ export const Method = {
   sessionUnsubscribe: "session/unsubscribe",
   sessionSetMode: "session/setMode",
   sessionSetModel: "session/setModel",
+  workspaceFindFiles: "workspace/findFiles",
   modelList: "model/list",
   modelUse: "model/use",
   sessionCompact: "session/compact",
@@ -1227,6 +1262,7 @@ export interface ClientRequests {
   "session/unsubscribe": { params: SessionRef; result: Empty };
   "session/setMode": { params: SessionSetModeParams; result: SessionSetModeResult };
   "session/setModel": { params: SessionSetModelParams; result: SessionSetModelResult };
+  "workspace/findFiles": { params: FindFilesParams; result: FindFilesResult };
   "model/list": { params: null; result: ModelListResult };
   "model/use": { params: ModelUseParams; result: ModelUseResult };
   "session/compact": { params: SessionRef; result: SessionCompactResult };

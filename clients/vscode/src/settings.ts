@@ -18,6 +18,8 @@ export interface Settings {
   skipPermissions: boolean;
   /** The approval mode new chats start in; null leaves it to the daemon's `[approvals] mode`. */
   approvalMode: ApprovalMode | null;
+  /** Send the active file, selection, visible lines and that file's problems with each prompt. */
+  editorContext: boolean;
 }
 
 const SECTION = "turnstoned";
@@ -48,6 +50,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
   const level = get("logLevel");
   const skip = get("skipPermissions");
   const mode = get("approvalMode");
+  const editor = get("editorContext");
   return {
     command: str(get("command"), "command") || "turnstoned",
     args: Array.isArray(args) ? args.filter((a): a is string => typeof a === "string") : [],
@@ -56,6 +59,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
     logLevel: LOG_LEVELS.includes(level as LogLevel) ? (level as LogLevel) : (manifestDefault("logLevel") as LogLevel),
     skipPermissions: typeof skip === "boolean" ? skip : manifestDefault("skipPermissions") === true,
     approvalMode: isMode(mode) ? mode : null,
+    editorContext: typeof editor === "boolean" ? editor : manifestDefault("editorContext") !== false,
   };
 }
 

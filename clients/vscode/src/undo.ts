@@ -29,8 +29,9 @@ export interface TurnRecord {
 }
 
 /**
- * Which history prompts started which remembered turns: prompts and records in order, a
- * prompt matched to the next record with its text (prompts from elsewhere match none).
+ * Which history prompts started which turns: the turn a prompt names (`turnId`, 1.12), else
+ * the remembered turns, prompts and records in order, a prompt matched to the next record
+ * with its text (prompts from elsewhere match none).
  */
 export function matchTurns(items: readonly Item[], records: readonly TurnRecord[]): Record<string, string> {
   const live = records.filter((r) => !r.rewound);
@@ -38,6 +39,12 @@ export function matchTurns(items: readonly Item[], records: readonly TurnRecord[
   let next = 0;
   for (const item of items) {
     if (item.type !== "userMessage" || item.queued) continue;
+    if (item.turnId) {
+      out[item.id] = item.turnId;
+      const known = live.findIndex((r) => r.turnId === item.turnId);
+      if (known >= next) next = known + 1;
+      continue;
+    }
     const at = live.findIndex((r, i) => i >= next && r.text === item.text);
     if (at < 0) continue;
     out[item.id] = live[at]!.turnId;
@@ -239,6 +246,8 @@ export class Checkpoints {
     const asked = present.filter((id) => !known.has(id)).slice(-ASKED);
     const client = asked.length ? await this.client() : null;
     if (!client) return;
+    /** The turns an undo took back (`undoneBy`, 1.12), by undo: a window that reloads still offers Redo. */
+    const undoneBy = new Map<string, { turnIds: string[]; files: string[] }>();
     await Promise.all(asked.map(async (turnId) => {
       try {
         const result = await client.turnChanges(sessionId, turnId);
@@ -247,9 +256,22 @@ export class Checkpoints {
         const checkpoint: TurnCheckpoint = { files: result.files.map(({ diff: _diff, ...f }) => f), undoable: result.undoable ?? true, note: result.note ?? null };
         this.completed(sessionId, turnId, checkpoint);
         post(turnId, checkpoint);
+        if (result.undoneBy) {
+          const undo = undoneBy.get(result.undoneBy) ?? { turnIds: [], files: [] };
+          undo.turnIds.push(turnId);
+          undo.files.push(...result.files.map((f) => f.path));
+          undoneBy.set(result.undoneBy, undo);
+        }
       } catch { /* a turn the daemon has no checkpoint of: nothing to show */ }
     }));
     if (this.view.current() !== sessionId) return;
+    const list = this.undos.get(sessionId) ?? [];
+    for (const [undoId, undo] of undoneBy) {
+      if (list.some((u) => u.undoId === undoId)) continue;
+      const turnIds = present.filter((id) => undo.turnIds.includes(id));
+      list.push({ undoId, turnIds, restored: [...new Set(undo.files)], kept: [], rewound: false, redone: false });
+    }
+    if (list.length) this.undos.set(sessionId, list);
     for (const undo of this.undos.get(sessionId) ?? []) this.view.post({ type: "undone", ...undo });
   }
 
@@ -350,8 +372,8 @@ export class Checkpoints {
     }
   }
 
-  /** Undo turns (from `turnId` on), only `paths` when given; the applied result, or null. */
-  private async undo(sessionId: string, turnId: string, options: { rewind?: boolean; paths?: string[] }): Promise<TurnUndoResult | null> {
+  /** Undo turns (from `turnId` on; null: the last undoable turn), only `paths` when given; the applied result, or null. */
+  private async undo(sessionId: string, turnId: string | null, options: { rewind?: boolean; paths?: string[] }): Promise<TurnUndoResult | null> {
     const client = await this.ready();
     if (!client) return null;
     const params = { sessionId, turnId, rewind: options.rewind ?? false, ...(options.paths ? { paths: options.paths } : {}) };
@@ -385,12 +407,15 @@ export class Checkpoints {
     if (result) await this.undone(sessionId, result, false);
   }
 
-  /** Undo a whole turn (and the ones after it): the user chooses whether the conversation goes back too. */
-  async undoTurn(sessionId: string, turnId: string): Promise<void> {
+  /**
+   * Undo a whole turn (and the ones after it; null: the last turn not undone yet): the user
+   * chooses whether the conversation goes back too.
+   */
+  async undoTurn(sessionId: string, turnId: string | null): Promise<void> {
     const how = await this.host.pick([
       { label: "Undo and rewind the conversation", detail: "The files go back, and the turn (with the ones after it) leaves the conversation: the model never saw it.", value: "rewind" as const },
       { label: "Undo the files, keep the conversation", detail: "The files go back; the model is told what you undid.", value: "keep" as const },
-    ], { title: "Undo this turn", placeHolder: "The turns after it are undone too" });
+    ], turnId ? { title: "Undo this turn", placeHolder: "The turns after it are undone too" } : { title: "Undo the last turn", placeHolder: "The last turn that changed files and is not undone yet" });
     if (!how) return;
     const result = await this.undo(sessionId, turnId, { rewind: how === "rewind" });
     if (!result) return;
@@ -399,12 +424,16 @@ export class Checkpoints {
     if (how === "rewind" && result.prompt) this.view.post({ type: "draft", text: result.prompt });
   }
 
-  async redo(sessionId: string, undoId: string): Promise<void> {
+  /** Bring back what an undo took back (null: the session's latest undo not redone yet). */
+  async redo(sessionId: string, which: string | null): Promise<void> {
     const client = await this.ready();
     if (!client) return;
     let result: TurnUndoResult | null;
     try {
-      result = await this.settle("redo", await client.redo(sessionId, undoId), (resolutions) => client.redo(sessionId, undoId, resolutions));
+      const first = await client.redo(sessionId, which);
+      // Conflicts are resolved for the undo the daemon picked.
+      const picked = which ?? first.undoId ?? null;
+      result = await this.settle("redo", first, (resolutions) => client.redo(sessionId, picked, resolutions));
     } catch (err) {
       this.failed("redo", err);
       return;
@@ -413,6 +442,8 @@ export class Checkpoints {
       void this.host.info("Nothing was redone.");
       return;
     }
+    const undoId = which ?? result.undoId;
+    if (!undoId) return;
     const info = this.undos.get(sessionId)?.find((u) => u.undoId === undoId);
     if (info) info.redone = true;
     if (result.rewound) {

@@ -1,5 +1,6 @@
 /** The one module that talks to the `vscode` API (and vscode-languageclient, which needs it). */
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
 import * as vscode from "vscode";
 import { CloseAction, ErrorAction, LanguageClient, RevealOutputChannelOn } from "vscode-languageclient/node";
 import type { Excerpt } from "./messages/attachments";
@@ -10,7 +11,7 @@ import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Hos
 import type { Launch } from "./launch";
 import { previewHtml } from "./messages/html";
 import type { FromPreview } from "./messages/preview";
-import type { PreviewKind } from "./protocol";
+import type { EditorDiagnostic, EditorLocation, EditorRange, EditorState, EditorSymbolParams, InitializationOptions, OpenFile, PreviewKind } from "./protocol";
 import { readSettings, SETTINGS_SECTION, type Settings } from "./settings";
 
 const CHAT_VIEW = "turnstoned.chat";
@@ -124,7 +125,7 @@ function traceChannel(output: vscode.LogOutputChannel, context: vscode.Extension
   return view as vscode.LogOutputChannel;
 }
 
-function startLanguageClient(output: vscode.LogOutputChannel, trace: vscode.LogOutputChannel, launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> {
+function startLanguageClient(output: vscode.LogOutputChannel, trace: vscode.LogOutputChannel, launch: Launch, cwd: string | undefined, hooks: DaemonHooks, options: InitializationOptions): Promise<DaemonHandle> {
   const serverOptions = async () => {
     const child = spawn(launch.command, launch.args, { env: launch.env, cwd: cwd ?? process.cwd(), stdio: "pipe" });
     child.on("exit", (code, signal) => hooks.onExit(code, signal));
@@ -133,6 +134,7 @@ function startLanguageClient(output: vscode.LogOutputChannel, trace: vscode.LogO
   };
   const client = new LanguageClient("turnstoned", "turnstoned", serverOptions, {
     documentSelector: [],
+    initializationOptions: options,
     outputChannel: output,
     traceOutputChannel: trace,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -217,6 +219,103 @@ function previewPanel(context: vscode.ExtensionContext, kind: PreviewKind, title
   };
 }
 
+// ---------------------------------------------------------------- the editor, for the model
+
+/** At most this much of a selection goes with a prompt (the model reads far less of it). */
+const SELECTION_CHARS = 100_000;
+/** At most this many locations answer a definition or references request, and files read for their lines. */
+const LOCATIONS = 200;
+const LOCATION_FILES = 20;
+const SEVERITIES: Record<vscode.DiagnosticSeverity, EditorDiagnostic["severity"]> = {
+  [vscode.DiagnosticSeverity.Error]: "error",
+  [vscode.DiagnosticSeverity.Warning]: "warning",
+  [vscode.DiagnosticSeverity.Information]: "information",
+  [vscode.DiagnosticSeverity.Hint]: "hint",
+};
+
+function realPath(path: string): string {
+  try {
+    return fs.realpathSync.native(path);
+  } catch {
+    return path;
+  }
+}
+
+/** A file URI of this path, as written or through symlinks (the daemon names real paths). */
+function isFile(uri: vscode.Uri, path: string): boolean {
+  return uri.scheme === "file" && (uri.fsPath === path || realPath(uri.fsPath) === realPath(path));
+}
+
+function fileDocument(path: string): vscode.TextDocument | undefined {
+  return vscode.workspace.textDocuments.find((d) => !d.isClosed && isFile(d.uri, path));
+}
+
+function rangeOf(r: vscode.Range): EditorRange {
+  return { startLine: r.start.line, startCharacter: r.start.character, endLine: r.end.line, endCharacter: r.end.character };
+}
+
+function diagnosticOf(path: string, d: vscode.Diagnostic): EditorDiagnostic {
+  const code = d.code === undefined ? null : typeof d.code === "object" ? String(d.code.value) : String(d.code);
+  return { path, range: rangeOf(d.range), severity: SEVERITIES[d.severity] ?? "error", message: d.message, source: d.source ?? null, code };
+}
+
+/** The tab input's file, for a text editor or the modified side of a diff. */
+function tabFile(tab: vscode.Tab): vscode.Uri | undefined {
+  const input = tab.input;
+  const uri = input instanceof vscode.TabInputText ? input.uri : input instanceof vscode.TabInputTextDiff ? input.modified : undefined;
+  return uri?.scheme === "file" ? uri : undefined;
+}
+
+/** The line a location points at: from its open document, else from the disk (a few files only). */
+async function locationLines(found: { uri: vscode.Uri; range: vscode.Range }[]): Promise<EditorLocation[]> {
+  const files = new Map<string, Promise<string[] | null>>();
+  const linesOf = (uri: vscode.Uri): Promise<string[] | null> => {
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    if (open) return Promise.resolve(Array.from({ length: open.lineCount }, (_, i) => open.lineAt(i).text));
+    if (!files.has(uri.fsPath)) {
+      if (files.size >= LOCATION_FILES) return Promise.resolve(null);
+      files.set(uri.fsPath, fs.promises.readFile(uri.fsPath, "utf8").then((t) => t.split(/\r?\n/), () => null));
+    }
+    return files.get(uri.fsPath)!;
+  };
+  return Promise.all(found.map(async ({ uri, range }) => {
+    const line = (await linesOf(uri))?.[range.start.line];
+    return { path: uri.fsPath, range: rangeOf(range), text: line ?? null };
+  }));
+}
+
+function editorState(editor: vscode.TextEditor): EditorState {
+  const doc = editor.document;
+  const visible = editor.visibleRanges[0];
+  return {
+    activeFile: doc.uri.fsPath,
+    languageId: doc.languageId,
+    modified: doc.isDirty,
+    selection: { range: rangeOf(editor.selection), text: doc.getText(editor.selection).slice(0, SELECTION_CHARS) },
+    visible: visible ? rangeOf(visible) : null,
+  };
+}
+
+/**
+ * Reload a document from the disk. VS Code reverts only the active editor, so the document is
+ * made that for a moment (in its own tab group), then the editor the user was in comes back.
+ */
+async function revertDocument(doc: vscode.TextDocument): Promise<boolean> {
+  if (!doc.isDirty) return true;
+  const previous = vscode.window.activeTextEditor;
+  const active = vscode.window.tabGroups.activeTabGroup;
+  const isActive = previous?.document === doc && active.activeTab !== undefined && tabFile(active.activeTab)?.toString() === doc.uri.toString();
+  if (!isActive) {
+    const group = vscode.window.tabGroups.all.find((g) => g.tabs.some((t) => tabFile(t)?.toString() === doc.uri.toString())) ?? active;
+    await vscode.window.showTextDocument(doc, { viewColumn: group.viewColumn, preserveFocus: group === active, preview: false });
+  }
+  await vscode.commands.executeCommand("workbench.action.files.revert");
+  if (!isActive && previous && previous.document !== doc && !previous.document.isClosed) {
+    await vscode.window.showTextDocument(previous.document, { viewColumn: previous.viewColumn, selection: previous.selection, preview: false });
+  }
+  return !doc.isDirty;
+}
+
 export function createHost(context: vscode.ExtensionContext): Host {
   const output = vscode.window.createOutputChannel("turnstoned", { log: true });
   const trace = traceChannel(output, context);
@@ -227,6 +326,14 @@ export function createHost(context: vscode.ExtensionContext): Host {
   const editable: EditableDocuments[] = [];
   context.subscriptions.push(output, status, modeStatus);
   const config = () => vscode.workspace.getConfiguration(SETTINGS_SECTION);
+  // The file editor the user was last in: an output channel or a preview taking the focus does not hide it.
+  let lastFileEditor: vscode.TextEditor | undefined;
+  const fileEditor = (): vscode.TextEditor | undefined => {
+    const active = vscode.window.activeTextEditor;
+    if (active?.document.uri.scheme === "file") return (lastFileEditor = active);
+    return lastFileEditor && vscode.window.visibleTextEditors.includes(lastFileEditor) ? lastFileEditor : undefined;
+  };
+  context.subscriptions.push(vscode.window.onDidChangeActiveTextEditor(() => void fileEditor()));
   const activeFolder = (): Folder | undefined => {
     const first = vscode.workspace.workspaceFolders?.[0];
     return folderOf(vscode.window.activeTextEditor?.document.uri) ?? (first ? { name: first.name, path: first.uri.fsPath } : undefined);
@@ -267,7 +374,7 @@ export function createHost(context: vscode.ExtensionContext): Host {
       modeStatus.command = command;
       modeStatus.show();
     },
-    startDaemon: (launch, cwd, hooks) => startLanguageClient(output, trace, launch, cwd, hooks),
+    startDaemon: (launch, cwd, hooks, options) => startLanguageClient(output, trace, launch, cwd, hooks, options),
     registerCommand: (id, run) => context.subscriptions.push(vscode.commands.registerCommand(id, run)),
     registerChatView: (provider) => chatView(context, provider),
     registerTree: (viewId, roots) => {
@@ -330,6 +437,69 @@ export function createHost(context: vscode.ExtensionContext): Host {
       const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputTextDiff && sameUri(t.input.modified, uri));
       if (tabs.length) await vscode.window.tabGroups.close(tabs);
       for (const provider of editable) provider.forget(vscode.Uri.parse(uri));
+    },
+
+    activeEditor: () => {
+      const editor = fileEditor();
+      return editor ? editorState(editor) : undefined;
+    },
+    onActiveEditorChanged: (listener) => {
+      const d = vscode.Disposable.from(
+        vscode.window.onDidChangeActiveTextEditor(() => listener()),
+        vscode.window.onDidChangeTextEditorSelection(() => listener()),
+        vscode.languages.onDidChangeDiagnostics(() => listener()),
+      );
+      context.subscriptions.push(d);
+      return d;
+    },
+    diagnostics: (path) => {
+      if (path === undefined) {
+        return vscode.languages.getDiagnostics().filter(([uri]) => uri.scheme === "file").flatMap(([uri, list]) => list.map((d) => diagnosticOf(uri.fsPath, d)));
+      }
+      const uri = fileDocument(path)?.uri ?? vscode.Uri.file(path);
+      let list = vscode.languages.getDiagnostics(uri);
+      // Known under another spelling of the path (a symlink): look among every file's.
+      if (!list.length) list = vscode.languages.getDiagnostics().find(([u, l]) => l.length && isFile(u, path))?.[1] ?? [];
+      return list.map((d) => diagnosticOf(path, d));
+    },
+    openFiles: () => {
+      const active = fileEditor()?.document.uri.toString();
+      const files = new Map<string, OpenFile>();
+      for (const tab of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
+        const uri = tabFile(tab);
+        if (!uri) continue;
+        const file = files.get(uri.fsPath) ?? { path: uri.fsPath, modified: false, active: false };
+        file.modified ||= tab.isDirty;
+        file.active ||= uri.toString() === active;
+        files.set(uri.fsPath, file);
+      }
+      for (const doc of vscode.workspace.textDocuments) {
+        if (doc.uri.scheme === "file" && doc.isDirty && !files.has(doc.uri.fsPath)) files.set(doc.uri.fsPath, { path: doc.uri.fsPath, modified: true, active: false });
+      }
+      return [...files.values()];
+    },
+    symbolLocations: async (action: EditorSymbolParams["action"], path, line, character) => {
+      const uri = fileDocument(path)?.uri ?? vscode.Uri.file(path);
+      // The language servers answer about documents they were given.
+      await vscode.workspace.openTextDocument(uri);
+      const command = action === "definition" ? "vscode.executeDefinitionProvider" : "vscode.executeReferenceProvider";
+      const found = (await vscode.commands.executeCommand<(vscode.Location | vscode.LocationLink)[] | undefined>(command, uri, new vscode.Position(line, character))) ?? [];
+      const places = found
+        .map((l) => ("targetUri" in l ? { uri: l.targetUri, range: l.targetSelectionRange ?? l.targetRange } : { uri: l.uri, range: l.range }))
+        .filter((l) => l.uri.scheme === "file")
+        .slice(0, LOCATIONS);
+      return locationLines(places);
+    },
+    unsavedBuffers: () => vscode.workspace.textDocuments
+      .filter((d) => d.uri.scheme === "file" && d.isDirty && !d.isClosed)
+      .map((d) => ({ path: d.uri.fsPath, text: d.getText() })),
+    fileDocument: (path) => {
+      const doc = fileDocument(path);
+      return doc ? { dirty: doc.isDirty, text: doc.getText() } : undefined;
+    },
+    revertDocument: async (path) => {
+      const doc = fileDocument(path);
+      return doc ? revertDocument(doc) : true;
     },
   };
   return host;

@@ -198,7 +198,8 @@ function rate(card: ToolEntry, item: ApprovalRequestItem, judgePending: boolean)
 function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] = state.entries, turns: Record<string, string> = {}): void {
   switch (item.type) {
     case "userMessage":
-      list.push({ kind: "user", id: item.id, text: item.text, queued: item.queued ?? false, turnId: turns[item.id] ?? null });
+      // The turn it started: the host's account, else the item's own (1.12).
+      list.push({ kind: "user", id: item.id, text: item.text, queued: item.queued ?? false, turnId: turns[item.id] ?? (item.queued ? null : item.turnId ?? null) });
       return;
     case "agentMessage":
     case "reasoning": {

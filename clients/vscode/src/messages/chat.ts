@@ -57,6 +57,21 @@ export interface UndoInfo {
   redone: boolean;
 }
 
+/** A project instruction file the session's model follows, as the chat names it. */
+export interface InstructionLine {
+  path: string;
+  /** Relative to the session's folder when inside it ("src/AGENTS.md"). */
+  label: string;
+  chars: number;
+  truncated: boolean;
+}
+
+/** What the next prompt carries of the editor: "app.py: lines 10-20", and all of it in words. */
+export interface EditorChipInfo {
+  label: string;
+  detail: string;
+}
+
 /** How an earlier prompt runs again: in this chat (rewound) or in a new one (forked). */
 export type Rerun = "rewind" | "fork";
 
@@ -78,11 +93,18 @@ export type ToWebview =
   /** Text for the composer (the prompt of a rewound turn, to edit and send again). */
   | { type: "draft"; text: string }
   | { type: "sent"; text: string; queued: boolean; turnId?: string }
+  /** The instruction files of the shown session (after its `reset` or `session`). */
+  | { type: "instructions"; files: InstructionLine[] }
+  /** What of the editor goes with the next prompt (null: nothing). */
+  | { type: "editor"; chip: EditorChipInfo | null }
   | { type: "sendFailed"; text: string; message: string };
 
 export type FromWebview =
   | { type: "ready" }
-  | { type: "send"; text: string }
+  /** `editor: false`: the user left the editor state out of this prompt. */
+  | { type: "send"; text: string; editor?: boolean }
+  /** A file named in the chat (an instruction file) in an editor. */
+  | { type: "openFile"; path: string }
   | { type: "interrupt" }
   | { type: "answer"; cycleId: string; answer: ApprovalAnswer }
   | { type: "decideCall"; cycleId: string; callId: string; decision: Decision; feedback?: string; arguments?: Record<string, unknown> }

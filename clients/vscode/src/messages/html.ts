@@ -63,6 +63,7 @@ export function chatHtml(src: PageSources): string {
   <select id="mode" title="What runs without asking in this chat"></select>
   <span id="sandbox-state"></span>
 </header>
+<div id="instructions" hidden></div>
 <div id="banner" hidden></div>
 <main id="transcript" aria-live="polite"></main>
 <footer id="composer">

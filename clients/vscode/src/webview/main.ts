@@ -1,7 +1,7 @@
 /** The chat webview: applies host messages to the transcript state and draws it once per frame. */
 import type { ApprovalAnswer } from "../messages/chat";
 import { composePrompt } from "../messages/attachments";
-import type { Attachment, FromWebview, ToWebview } from "../messages/chat";
+import type { Attachment, EditorChipInfo, FromWebview, InstructionLine, ToWebview } from "../messages/chat";
 import { addUserMessage, applyApproval, applyChanges, applyEvent, applyUndo, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, keepFile, walk, type ChangesEntry, type ChatState, type ToolEntry } from "../chat/state";
 import type { PageFeatures, Rerun } from "../messages/chat";
 import { MODE_LABELS, MODES, isMode, modeDescription } from "../messages/modes";
@@ -26,10 +26,16 @@ const chips = $<HTMLElement>("attachments");
 const head = $<HTMLElement>("chat-head");
 const modeSelect = $<HTMLSelectElement>("mode");
 const sandboxState = $<HTMLElement>("sandbox-state");
+const instructionsLine = $<HTMLElement>("instructions");
 
 let state: ChatState = emptyState();
 let features: PageFeatures = { perCallDecisions: false, editReview: false, editArguments: false };
 let attachments: Attachment[] = [];
+/** The project instruction files the shown session's model follows. */
+let instructions: InstructionLine[] = [];
+/** What of the editor the next prompt carries, and whether the user left it out of this one. */
+let editorChip: EditorChipInfo | null = null;
+let editorLeftOut = false;
 let scheduled = false;
 /** The next draw scrolls to the end whatever was in sight (the user just sent something). */
 let toEnd = false;
@@ -54,6 +60,7 @@ function draw(): void {
   if (!state.entries.length) transcript.replaceChildren(h("div", { class: "empty" }, "Ask about this workspace, or add a selection or file to the chat from the editor’s context menu."));
   drawComposer();
   drawHead();
+  drawInstructions();
   if (stick) transcript.scrollTop = transcript.scrollHeight;
 }
 
@@ -76,6 +83,20 @@ function drawHead(): void {
   sandboxState.title = sandbox ? (sandbox.available ? `Commands in auto mode run in the sandbox. ${sandbox.detail ?? ""}` : `No sandbox on this machine: commands ask in auto mode. ${sandbox.detail ?? ""}`).trim() : "";
 }
 
+/** "Instructions: AGENTS.md, src/AGENTS.md (cut)", each opening its file. */
+function drawInstructions(): void {
+  toggle(instructionsLine, instructions.length > 0);
+  const key = JSON.stringify(instructions);
+  if (instructionsLine.dataset.key === key) return;
+  instructionsLine.dataset.key = key;
+  const links = instructions.flatMap((f, i) => [
+    ...(i ? [", "] : []),
+    h("button", { class: "link", "data-action": "openInstruction", "data-path": f.path, title: `${f.path}: ${f.truncated ? `cut to ${f.chars.toLocaleString("en")} characters (the instructions are capped)` : `${f.chars.toLocaleString("en")} characters`}` }, f.label),
+    ...(f.truncated ? [h("span", { class: "cut" }, " (cut)")] : []),
+  ]);
+  instructionsLine.replaceChildren(h("span", { title: "The project instruction files the model follows in this chat" }, "Instructions: "), ...links);
+}
+
 function drawComposer(): void {
   const running = state.turnId !== null;
   toggle(stopButton, running);
@@ -87,7 +108,12 @@ function drawComposer(): void {
     u ? `last turn: ${u.promptTokens ?? 0} in · ${u.completionTokens ?? 0} out tokens` : "",
   ].filter(Boolean);
   setText($("usage"), usage.join(" · "));
-  chips.replaceChildren(...attachments.map((a, i) => h("span", { class: "chip", title: a.text }, a.label, h("button", { class: "link", "data-remove": String(i), title: "Remove" }, "×"))));
+  const editor = editorChip
+    ? [h("span", { class: `chip editor-chip${editorLeftOut ? " left-out" : ""}`, title: editorLeftOut ? "Left out of this prompt: + sends it again" : editorChip.detail },
+      h("span", { class: "editor-label" }, editorChip.label),
+      h("button", { class: "link", "data-action": "toggleEditor", title: editorLeftOut ? "Send it with this prompt" : "Leave it out of this prompt" }, editorLeftOut ? "+" : "×"))]
+    : [];
+  chips.replaceChildren(...editor, ...attachments.map((a, i) => h("span", { class: "chip", title: a.text }, a.label, h("button", { class: "link", "data-remove": String(i), title: "Remove" }, "×"))));
 }
 
 function showBanner(text: string | null, withOutput = false): void {
@@ -103,8 +129,11 @@ function receive(message: ToWebview): void {
       const mode = state.mode;
       state = message.sessionId ? fromHistory(message.sessionId, message.title, message.items, message.running, message.turns) : emptyState();
       state.mode = mode;
+      instructions = [];
       break;
     }
+    case "instructions": instructions = message.files; break;
+    case "editor": editorChip = message.chip; break;
     case "mode": state.mode = { mode: message.mode, pending: message.pending, sandbox: message.sandbox }; break;
     case "changes": state = applyChanges(state, message.turnId, message.files, message.undoable, message.note); break;
     case "undone": state = applyUndo(state, message); break;
@@ -145,10 +174,11 @@ function send(): void {
   const running = state.turnId !== null;
   state = addUserMessage(state, prompt, running);
   if (!running) state.turnId = STARTING;
-  post({ type: "send", text: prompt });
+  post({ type: "send", text: prompt, ...(editorChip && editorLeftOut ? { editor: false } : {}) });
   toEnd = true;
   input.value = "";
   attachments = [];
+  editorLeftOut = false;
   schedule();
 }
 
@@ -270,6 +300,11 @@ document.addEventListener("click", (event) => {
     if (card) post({ type: "review", callId: card.callId });
   } else if (action === "showOutput") {
     post({ type: "showOutput" });
+  } else if (action === "openInstruction") {
+    if (button.dataset.path) post({ type: "openFile", path: button.dataset.path });
+  } else if (action === "toggleEditor") {
+    editorLeftOut = !editorLeftOut;
+    schedule();
   } else if (action === "openPreview") {
     post({ type: "openPreview", previewId: button.dataset.preview ?? "" });
   } else if (action === "edit") {

@@ -57,7 +57,7 @@ describe("the client against the real daemon", () => {
     ]);
     const health = await client.health();
     expect(health.protocolVersion).toBe(1);
-    const sessionId = await client.startSession({ cwd: dir, workspace: dir });
+    const { sessionId } = await client.startSession({ cwd: dir, workspace: dir });
     let chat = emptyState(sessionId);
     const page: ToWebview[] = [{ type: "sent", text: "say hello", queued: false }];
     client.onEvent((e) => { chat = applyEvent(chat, e); page.push({ type: "event", event: e }); });
@@ -112,7 +112,7 @@ describe("the client against the real daemon", () => {
       { toolCalls: [["call-d", "bash", JSON.stringify({ command: "rm -rf build" })]] },
       { text: "Understood." },
     ]);
-    const sessionId = await client.startSession({ cwd: dir });
+    const { sessionId } = await client.startSession({ cwd: dir });
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "clean up");
     const cycle = await asked;
@@ -127,7 +127,7 @@ describe("the client against the real daemon", () => {
       { toolCalls: [["call-s", "bash", JSON.stringify({ command: "sleep 30; touch late.txt" })]] },
       { text: "never" },
     ]);
-    const sessionId = await client.startSession({ cwd: dir });
+    const { sessionId } = await client.startSession({ cwd: dir });
     const cleared = new Promise<string>((resolve) => broker.onChange((c) => { if (c.kind === "cleared") resolve(c.reason); }));
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "wait");
@@ -144,7 +144,7 @@ describe("the client against the real daemon", () => {
       { toolCalls: [["call-e", "bash", JSON.stringify({ command: "echo original > out.txt" })]] },
       { text: "done" },
     ]);
-    const sessionId = await client.startSession({ cwd: dir, workspace: dir });
+    const { sessionId } = await client.startSession({ cwd: dir, workspace: dir });
     let chat = emptyState(sessionId);
     client.onEvent((e) => { chat = applyEvent(chat, e); });
     const asked = nextApproval(broker);
@@ -167,7 +167,7 @@ describe("the client against the real daemon", () => {
       { toolCalls: [["call-l", "bash", JSON.stringify({ command: "echo started; sleep 30" })]] },
       { text: "after" },
     ]);
-    const sessionId = await client.startSession({ cwd: dir });
+    const { sessionId } = await client.startSession({ cwd: dir });
     broker.onChange((c) => { if (c.kind === "added") broker.answer(c.cycle.cycleId, { decision: "approve" }); });
     await client.startTurn(sessionId, "run it");
     await log.wait("item/toolCall/outputDelta", (e) => e.params.chunk.includes("started"));
@@ -182,7 +182,7 @@ describe("the client against the real daemon", () => {
 
   it("queues a message typed while a turn runs", async () => {
     const { client, log, dir } = await setup([{ hang: 2, text: "thinking" }, { text: "Got both." }]);
-    const sessionId = await client.startSession({ cwd: dir });
+    const { sessionId } = await client.startSession({ cwd: dir });
     const first = await client.startTurn(sessionId, "first");
     await log.wait("item/agentMessage/delta");
     const second = await client.startTurn(sessionId, "second");
@@ -201,7 +201,7 @@ describe("the client against the real daemon", () => {
     ]);
     fs.writeFileSync(path.join(dir, "old.txt"), "one\ntwo\nthree\n");
     expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, policies: true, watches: true, compaction: true, approvalModes: true, checkpoints: true });
-    const sessionId = await client.startSession({ cwd: dir, workspace: dir });
+    const { sessionId } = await client.startSession({ cwd: dir, workspace: dir });
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "edit files");
     const cycle = await asked;
@@ -244,12 +244,12 @@ describe("the client against the real daemon", () => {
     ]);
     const body = Array.from({ length: 6000 }, (_, i) => `line ${i}: ${"é".repeat(i % 40)}`).join("\n");
     fs.writeFileSync(path.join(dir, "big.txt"), body);
-    const sessionId = await client.startSession({ cwd: dir });
+    const { sessionId } = await client.startSession({ cwd: dir });
     await client.startTurn(sessionId, "show big.txt");
     const opened = (await log.wait("preview/open")).params;
     expect([opened.kind, opened.size]).toEqual(["text", Buffer.byteLength(body)]);
     const reads: number[] = [];
-    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null }, { name: "w", path: dir });
+    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true }, { name: "w", path: dir });
     const previews = new PreviewController(host, (s, p, offset, length) => { reads.push(offset); return client.readPreview(s, p, offset, length); }, 64 * 1024);
     await previews.opened(opened);
     await host.until("the last range", () => host.panels[0]?.posted.some((m) => m.type === "chunk" && m.eof) ?? false);

@@ -71,7 +71,7 @@ export async function startDaemon(env: Record<string, string>, home: string, con
 }
 
 /** Spawn a daemon command and open an initialized vscode-jsonrpc connection to it. */
-export async function connectDaemon(command: string, args: string[], env: Record<string, string>, cwd: string, onStderr?: (chunk: string) => void, onExit?: (code: number | null, signal: string | null) => void): Promise<RunningDaemon> {
+export async function connectDaemon(command: string, args: string[], env: Record<string, string>, cwd: string, onStderr?: (chunk: string) => void, onExit?: (code: number | null, signal: string | null) => void, initializationOptions?: unknown): Promise<RunningDaemon> {
   const child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.setEncoding("utf8");
@@ -81,7 +81,7 @@ export async function connectDaemon(command: string, args: string[], env: Record
   raw.listen();
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
   const died = exited.then(() => { throw new Error(`the daemon exited with ${child.exitCode ?? child.signalCode} before answering initialize`); });
-  await Promise.race([raw.sendRequest("initialize", { processId: process.pid, rootUri: null, capabilities: {} }), died]);
+  await Promise.race([raw.sendRequest("initialize", { processId: process.pid, rootUri: null, capabilities: {}, ...(initializationOptions ? { initializationOptions } : {}) }), died]);
   await raw.sendNotification("initialized", {});
   return {
     connection: raw as unknown as Connection,

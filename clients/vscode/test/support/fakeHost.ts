@@ -7,7 +7,8 @@ import type { FromWebview, ToWebview } from "../../src/messages/chat";
 import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, PreviewPanel, PreviewPanelHooks, TreeNode } from "../../src/host";
 import type { Launch } from "../../src/launch";
 import type { ToPreview } from "../../src/messages/preview";
-import type { PreviewKind } from "../../src/protocol";
+import * as fs from "node:fs";
+import type { EditorDiagnostic, EditorLocation, EditorRange, EditorSelection, EditorState, EditorSymbolParams, InitializationOptions, OpenFile, PreviewKind } from "../../src/protocol";
 import type { Settings } from "../../src/settings";
 import { connectDaemon, type RunningDaemon } from "./daemon";
 
@@ -26,6 +27,13 @@ export interface FakePanel {
   hooks: PreviewPanelHooks;
   revealed: number;
   disposed: boolean;
+}
+
+/** A file open in the fake editor: its text as the user has it, whether it is unsaved. */
+export interface FakeDocument {
+  text: string;
+  dirty: boolean;
+  languageId: string;
 }
 
 /** Answers a prompt: the action to choose (or text to type); undefined dismisses it. */
@@ -56,6 +64,19 @@ export class FakeHost implements Host {
   viewVisible = true;
   activeDiff: string | undefined;
   respond: Responder = () => undefined;
+  /** The file documents open in the editor, by absolute path. */
+  fileDocuments = new Map<string, FakeDocument>();
+  /** The active text editor: its file, selection (an empty one is the cursor) and visible lines. */
+  active: { path: string; selection: EditorSelection; visible: EditorRange | null } | undefined;
+  /** The problems the editor shows, by file. */
+  problems = new Map<string, EditorDiagnostic[]>();
+  /** What the language servers answer for a definition or references. */
+  symbols: (action: EditorSymbolParams["action"], path: string, line: number, character: number) => EditorLocation[] = () => [];
+  /** Documents reloaded from the disk, in order. */
+  reverted: string[] = [];
+  /** The `initializationOptions` each daemon was started with. */
+  initOptions: InitializationOptions[] = [];
+  private editorListeners: (() => void)[] = [];
   private waiters: (() => void)[] = [];
 
   constructor(public settingsValue: Settings, private readonly folder: Folder) {}
@@ -122,9 +143,10 @@ export class FakeHost implements Host {
   setStatus = (text: string, tooltip: string) => { this.status = { text, tooltip }; this.changed(); };
   setModeStatus = (text: string | null, tooltip: string, command: string) => { this.modeStatus = { text, tooltip, command }; this.changed(); };
 
-  startDaemon = async (launch: Launch, cwd: string | undefined, hooks: DaemonHooks): Promise<DaemonHandle> => {
+  startDaemon = async (launch: Launch, cwd: string | undefined, hooks: DaemonHooks, options: InitializationOptions): Promise<DaemonHandle> => {
     this.launches.push(launch);
-    const daemon = await connectDaemon(launch.command, launch.args, launch.env, cwd ?? process.cwd(), hooks.onStderr, (code, signal) => { hooks.onExit(code, signal); this.changed(); });
+    this.initOptions.push(options);
+    const daemon = await connectDaemon(launch.command, launch.args, launch.env, cwd ?? process.cwd(), hooks.onStderr, (code, signal) => { hooks.onExit(code, signal); this.changed(); }, options);
     this.daemons.push(daemon);
     return { connection: daemon.connection, stop: () => daemon.stop() };
   };
@@ -182,6 +204,82 @@ export class FakeHost implements Host {
   diff = async (left: string, right: string, title: string) => { this.diffs.push({ left, right, title }); this.activeDiff = right; this.changed(); };
   activeUri = () => this.activeDiff;
   closeEditorsOf = async (uri: string) => { this.closedEditors.push(uri); this.editedDocuments.delete(uri); if (this.activeDiff === uri) this.activeDiff = undefined; this.changed(); };
+
+  // ---------------------------------------------------------------- the editor
+
+  /** The user opens a file (its text from the disk unless given; given text differing from the disk is unsaved). */
+  openDocument(path: string, text?: string, languageId = "plaintext"): FakeDocument {
+    const disk = fs.existsSync(path) ? fs.readFileSync(path, "utf8") : "";
+    const doc = { text: text ?? disk, dirty: text !== undefined && text !== disk, languageId };
+    this.fileDocuments.set(path, doc);
+    this.editorChanged();
+    return doc;
+  }
+
+  /** The user types into an open document: it has unsaved changes. */
+  typeInto(path: string, text: string): void {
+    const doc = this.fileDocuments.get(path);
+    if (!doc) throw new Error(`${path} is not open`);
+    Object.assign(doc, { text, dirty: true });
+    this.editorChanged();
+  }
+
+  /** The user makes an open document the active editor, with this selection (none: the cursor at the start). */
+  focusEditor(path: string, selection?: EditorSelection, visible: EditorRange | null = null): void {
+    if (!this.fileDocuments.has(path)) this.openDocument(path);
+    this.active = { path, selection: selection ?? { range: { startLine: 0, startCharacter: 0, endLine: 0, endCharacter: 0 }, text: "" }, visible };
+    this.editorChanged();
+  }
+
+  /** A language server reports problems in a file. */
+  setDiagnostics(path: string, list: Omit<EditorDiagnostic, "path">[]): void {
+    this.problems.set(path, list.map((d) => ({ ...d, path })));
+    this.editorChanged();
+  }
+
+  private editorChanged(): void {
+    for (const l of this.editorListeners) l();
+    this.changed();
+  }
+
+  /** Same file: as written or its real path. */
+  private docOf(path: string): [string, FakeDocument] | undefined {
+    const real = (p: string) => { try { return fs.realpathSync(p); } catch { return p; } };
+    for (const entry of this.fileDocuments) if (entry[0] === path || real(entry[0]) === real(path)) return entry;
+    return undefined;
+  }
+
+  activeEditor = (): EditorState | undefined => {
+    const active = this.active;
+    const doc = active && this.fileDocuments.get(active.path);
+    if (!active || !doc) return undefined;
+    return { activeFile: active.path, languageId: doc.languageId, modified: doc.dirty, selection: active.selection, visible: active.visible };
+  };
+  onActiveEditorChanged = (listener: () => void) => {
+    this.editorListeners.push(listener);
+    return { dispose: () => { this.editorListeners = this.editorListeners.filter((l) => l !== listener); } };
+  };
+  diagnostics = (path?: string): EditorDiagnostic[] => {
+    if (path === undefined) return [...this.problems.values()].flat();
+    const real = (p: string) => { try { return fs.realpathSync(p); } catch { return p; } };
+    for (const [file, list] of this.problems) if (file === path || real(file) === real(path)) return list.map((d) => ({ ...d, path }));
+    return [];
+  };
+  openFiles = (): OpenFile[] => [...this.fileDocuments].map(([path, doc]) => ({ path, modified: doc.dirty, active: this.active?.path === path }));
+  symbolLocations = async (action: EditorSymbolParams["action"], path: string, line: number, character: number) => this.symbols(action, path, line, character);
+  unsavedBuffers = () => [...this.fileDocuments].filter(([, d]) => d.dirty).map(([path, d]) => ({ path, text: d.text }));
+  fileDocument = (path: string) => {
+    const doc = this.docOf(path)?.[1];
+    return doc ? { dirty: doc.dirty, text: doc.text } : undefined;
+  };
+  revertDocument = async (path: string) => {
+    const found = this.docOf(path);
+    if (!found) return true;
+    Object.assign(found[1], { text: fs.readFileSync(found[0], "utf8"), dirty: false });
+    this.reverted.push(found[0]);
+    this.editorChanged();
+    return true;
+  };
 
   async run(command: string, ...args: unknown[]): Promise<unknown> {
     const c = this.commands.get(command);

@@ -65,7 +65,7 @@ describe("PreviewController", () => {
     const data = content.subarray(offset, offset + length);
     return { previewId, kind: "text", title: "digits", source: "/w/d.txt", contentType: "text/plain", size: content.length, offset, data: data.toString("base64"), eof: offset + data.length >= content.length };
   };
-  const host = () => new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null }, { name: "w", path: "/w" });
+  const host = () => new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true }, { name: "w", path: "/w" });
 
   it("reads a preview in ranges into one panel; showing it again brings that panel forward", async () => {
     reads.length = 0;
@@ -146,12 +146,13 @@ describe("sessions tree with coordinators", () => {
 
 describe("daemon revisions", () => {
   it("turn on what each revision added", () => {
-    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, policies: false, watches: false, compaction: false, approvalModes: false, checkpoints: false });
-    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, policies: false, watches: true, compaction: false, approvalModes: false, checkpoints: false });
+    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, policies: false, watches: false, compaction: false, approvalModes: false, checkpoints: false, editor: false });
+    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, policies: false, watches: true, compaction: false, approvalModes: false, checkpoints: false, editor: false });
     expect(daemonFeatures({ protocolRevision: "1.4" }).compaction).toBe(true);
     expect(daemonFeatures({ protocolRevision: "1.5" })).toMatchObject({ editArguments: true, policies: true });
     expect(daemonFeatures({ protocolRevision: "1.9" })).toMatchObject({ approvalModes: true, checkpoints: false });
-    expect(daemonFeatures({ protocolRevision: "1.10" })).toMatchObject({ approvalModes: true, checkpoints: true });
+    expect(daemonFeatures({ protocolRevision: "1.10" })).toMatchObject({ approvalModes: true, checkpoints: true, editor: false });
+    expect(daemonFeatures({ protocolRevision: "1.12" })).toMatchObject({ checkpoints: true, editor: true });
     expect(daemonFeatures({ protocolRevision: "2.0" }).policies).toBe(true);
   });
 });

@@ -17,7 +17,7 @@ import { statusView } from "../../src/status";
 describe("settings", () => {
   it("reads typed values and falls back to package.json's defaults on wrong types", () => {
     const values: Record<string, unknown> = { command: " /opt/t/bin/turnstoned ", args: ["--x", 3], model: "qwen", logLevel: "LOUD", skipPermissions: "yes" };
-    expect(readSettings((k) => values[k])).toEqual({ command: "/opt/t/bin/turnstoned", args: ["--x"], model: "qwen", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null });
+    expect(readSettings((k) => values[k])).toEqual({ command: "/opt/t/bin/turnstoned", args: ["--x"], model: "qwen", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true });
     expect(readSettings((k) => ({ approvalMode: "plan" } as Record<string, unknown>)[k]).approvalMode).toBe("plan");
     expect(readSettings((k) => ({ approvalMode: "default" } as Record<string, unknown>)[k]).approvalMode).toBeNull();
     const props = manifest.contributes.configuration.properties;
