@@ -34,7 +34,8 @@ PROTOCOL_VERSION = 1
 # adds the editor: ``editor`` on turn/start, the editor services a client declares at
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
 # ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
-# turn/changes; "1.13" adds model/list, model/use and session/setModel.
+# turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
+# and ``mention`` input items.
 PROTOCOL_REVISION = "1.13"
 
 
@@ -140,7 +141,16 @@ class TextInput(Wire, kw_only=True, tag="text", tag_field="type"):
     text: str
 
 
-InputItem = TextInput
+class MentionInput(Wire, kw_only=True, tag="mention", tag_field="type"):
+    """A file (or a line range of it, lines from 1, or a folder) the prompt names with @:
+    the model reads its text (a folder: its listing) with the prompt."""
+
+    path: str  # absolute, or relative to the session's cwd
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+InputItem = TextInput | MentionInput
 
 
 class Usage(Wire, kw_only=True):
@@ -345,6 +355,27 @@ class SessionSetModelParams(Wire, kw_only=True):
 class SessionSetModelResult(Wire, kw_only=True):
     model: str
     previous: str | None = None
+
+
+class FindFilesParams(Wire, kw_only=True):
+    """Files whose paths match ``query`` fuzzily, best first: under the session's cwd, or
+    under ``root`` (absolute) without a session."""
+
+    query: str
+    session_id: str | None = None
+    root: str | None = None
+    limit: int = 50
+
+
+class FoundFile(Wire, kw_only=True):
+    path: str  # relative to the result's root
+    positions: list[int] = []  # the matched characters of ``path`` (to highlight)
+
+
+class FindFilesResult(Wire, kw_only=True):
+    root: str
+    indexed: int  # files in the index (the .gitignore'd and build folders left out)
+    files: list[FoundFile]
 
 
 class SessionSetModeParams(Wire, kw_only=True):
@@ -1330,6 +1361,8 @@ METHODS: tuple[Method, ...] = (
          "Change a session's approval mode; it applies from the next tool call."),
     _req("session/setModel", SessionSetModelParams, SessionSetModelResult,
          "Change the model of a session (on the configured server); from its next model call."),
+    _req("workspace/findFiles", FindFilesParams, FindFilesResult,
+         "Fuzzy file search for @-mentions: paths ranked for a few typed letters."),
     _req("model/list", None, ModelListResult,
          "Models to choose from: the configured server's, or local servers' when none is set."),
     _req("model/use", ModelUseParams, ModelUseResult,

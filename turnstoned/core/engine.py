@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from turnstoned.core.compaction import compactor
 from turnstoned.core.coordinator import Coordinator
 from turnstoned.core.errors import EngineError
 from turnstoned.core.events import EventSink
+from turnstoned.core.finder import Finder
 from turnstoned.core.instructions import InstructionCache
 from turnstoned.core.previews import Previews
 from turnstoned.core.rewind import Rewinds
@@ -73,6 +76,7 @@ class Engine:
         assert services.previews is not None
         self.previews = Previews(services.previews, sessions)
         self.instructions = InstructionCache()
+        self.finder = Finder()
         services.prompt_sections += [self._instruction_section, self._skill_section,
                                      self._mcp_section]
         sessions.on_closed += [self.previews.session_closed, self.watches.session_closed,
@@ -169,8 +173,25 @@ class Engine:
     # ----------------------------------------------------------- turns
 
     def start_turn(self, session_id: str, texts: list[str],
-                   shown: p.EditorState | None = None) -> tuple[str, bool]:
-        return self.sessions.start_turn(session_id, texts, shown)
+                   shown: p.EditorState | None = None,
+                   mentions: Sequence[p.MentionInput] = ()) -> tuple[str, bool]:
+        if shown is not None or mentions:
+            root = Path(self.get(session_id).env.cwd)
+            for path in [*([shown.active_file] if shown and shown.active_file else []),
+                         *(m.path for m in mentions)]:
+                self.finder.used(root, path)
+        return self.sessions.start_turn(session_id, texts, shown, mentions)
+
+    async def find_files(self, params: p.FindFilesParams) -> p.FindFilesResult:
+        if params.session_id is not None:
+            root = Path(self.get(params.session_id).env.cwd)
+        elif params.root is not None and os.path.isabs(params.root):
+            root = Path(os.path.realpath(params.root))
+        else:
+            raise EngineError(ErrorCode.INVALID_PARAMS, "give sessionId, or an absolute root")
+        if not root.is_dir():
+            raise EngineError(ErrorCode.INVALID_PARAMS, f"{root} is not a folder")
+        return await self.finder.find(root, params.query, max(1, min(params.limit, 500)))
 
     def interrupt(self, session_id: str, turn_id: str | None) -> None:
         self.sessions.interrupt(session_id, turn_id)

@@ -41,9 +41,9 @@ class Message(msgspec.Struct, kw_only=True, omit_defaults=True):
     is_error: bool = False
     effect_status: p.EffectStatus | None = None
     notice: str | None = None  # set on user messages the daemon wrote (feedback, notices)
-    # What the editor showed as the user sent this message: the model reads it before the
-    # message's text; the transcript shows the text alone.
-    editor: str | None = None
+    # What came with the message besides its text (the editor state, the files it
+    # mentions): the model reads it before the text; the transcript shows the text alone.
+    context: str | None = None
     # What the user typed, when the message also holds input folded into it (queued text,
     # notices): the prompt to edit and send again after a rewind.
     prompt: str | None = None
@@ -109,8 +109,8 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": [label, *images]})
         else:
             content = m.content if m.content is not None else ""
-            if m.editor and isinstance(content, str):
-                content = f"{m.editor}\n\n{content}"
+            if m.context and isinstance(content, str):
+                content = f"{m.context}\n\n{content}"
             before = out[-1] if out else None
             if (before is not None and (before is summary or m.notice == SUMMARY_NOTICE)
                     and before["role"] == "user" and isinstance(before["content"], str)

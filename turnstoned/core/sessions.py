@@ -15,14 +15,14 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnstoned import protocol as p
 from turnstoned import sandbox
 from turnstoned.config import Config, ModelSettings, resolve_model
-from turnstoned.core import editor, wire
+from turnstoned.core import editor, finder, wire
 from turnstoned.core import messages as m
 from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.errors import EngineError
@@ -241,9 +241,11 @@ class Sessions:
     # ----------------------------------------------------------- turns
 
     def start_turn(self, session_id: str, texts: list[str],
-                   shown: p.EditorState | None = None) -> tuple[str, bool]:
+                   shown: p.EditorState | None = None,
+                   mentions: Sequence[p.MentionInput] = ()) -> tuple[str, bool]:
         """A turn for ``texts`` (or, when one runs, input queued for it); ``shown``: what the
-        editor showed as the user sent it (a queued input goes without it)."""
+        editor showed as the user sent it; ``mentions``: files the prompt names with @ (a
+        queued input goes without either)."""
         session = self.get(session_id)
         text = "\n\n".join(t for t in texts if t)
         if not text.strip():
@@ -258,9 +260,18 @@ class Sessions:
         earlier = session.take_queued()
         content = "\n\n".join([*(q.text() for q in earlier), text])
         message = m.Message(role="user", content=content, id=m.new_id("user"),
-                            editor=editor.render(shown, session.env.cwd) if shown else None,
+                            context=self._context(session, shown, mentions),
                             prompt=text if earlier else None)
         return self._launch(session, message, earlier), False
+
+    def _context(self, session: Session, shown: p.EditorState | None,
+                 mentions: Sequence[p.MentionInput]) -> str | None:
+        """The blocks the model reads before the prompt: mentioned files, the editor state."""
+        cwd = session.env.cwd
+        blocks = [finder.mention_block(item, cwd, session.env.buffers) for item in mentions]
+        if shown is not None and (state := editor.render(shown, cwd)):
+            blocks.append(state)
+        return "\n\n".join(blocks) or None
 
     def _launch(self, session: Session, message: m.Message, folded: list[m.Message]) -> str:
         """Commit the turn's leading message (folding ``folded`` queued ones) and start it."""

@@ -140,8 +140,9 @@ async def session_compact(get_engine: GetEngine, params: p.SessionRef) -> p.Sess
 
 @handles("turn/start")
 async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.TurnStartResult:
-    turn_id, queued = get_engine().start_turn(params.session_id, [i.text for i in params.input],
-                                              params.editor)
+    texts = [i.text for i in params.input if isinstance(i, p.TextInput)]
+    mentions = [i for i in params.input if isinstance(i, p.MentionInput)]
+    turn_id, queued = get_engine().start_turn(params.session_id, texts, params.editor, mentions)
     subscribe(params.session_id)  # whoever drives a turn sees it
     return p.TurnStartResult(turn_id=turn_id, queued=queued)
 
@@ -150,6 +151,11 @@ async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.Turn
 async def turn_interrupt(get_engine: GetEngine, params: p.TurnInterruptParams) -> p.Empty:
     get_engine().interrupt(params.session_id, params.turn_id)
     return p.Empty()
+
+
+@handles("workspace/findFiles")
+async def find_files(get_engine: GetEngine, params: p.FindFilesParams) -> p.FindFilesResult:
+    return await get_engine().find_files(params)
 
 
 @handles("model/list")
