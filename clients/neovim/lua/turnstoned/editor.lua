@@ -14,7 +14,8 @@ local api = vim.api
 local M = {}
 
 local MAX_DIAGNOSTICS = 500 -- of every file, answering editor/diagnostics without a path
-local SYMBOL_TIMEOUT_MS = 8000 -- the daemon waits 10 s
+local SYMBOL_TIMEOUT_MS = 6000 -- the daemon waits 10 s
+local ATTACH_WAIT_MS = 2000 -- for language servers to attach to a buffer loaded to ask them
 local RECENT = 10 -- windows remembered, most recent first
 
 -- ---------------------------------------------------------------- positions and paths
@@ -445,32 +446,26 @@ local function location(loc, encoding)
   }
 end
 
----@param p turnstoned.EditorSymbolParams
----@param respond fun(result?: table, err?: turnstoned.RpcError)
-local function serve_symbol(p, respond)
-  if p.action ~= 'definition' and p.action ~= 'references' then
-    return respond(nil, invalid('action must be definition or references'))
-  elseif type(p.path) ~= 'string' or type(p.line) ~= 'number' or type(p.character) ~= 'number' then
-    return respond(nil, invalid('give path, line and character'))
-  end
-  local buf = M.find_buf(p.path)
-  if not buf then
-    if vim.fn.filereadable(p.path) == 0 then
-      return respond({ locations = {} })
-    end
-    buf = vim.fn.bufadd(p.path)
-    pcall(vim.fn.bufload, buf) -- loading starts the file's language servers (FileType)
-  end
-  local method = p.action == 'definition' and 'textDocument/definition' or 'textDocument/references'
-  local clients = vim.tbl_filter(function(c)
+---@param buf integer
+---@param method string
+---@return vim.lsp.Client[]
+local function clients_of(buf, method)
+  return vim.tbl_filter(function(c)
     if new_utf then
       return c:supports_method(method, buf)
     end
     return c.supports_method(method, { bufnr = buf })
   end, vim.lsp.get_clients({ bufnr = buf }))
-  if #clients == 0 then
-    return respond({ locations = {} })
-  end
+end
+
+--- The definition of, or the references to, the symbol at a position, from every language
+--- server attached to the file's buffer.
+---@param buf integer
+---@param p turnstoned.EditorSymbolParams
+---@param method string
+---@param clients vim.lsp.Client[]
+---@param respond fun(result?: table, err?: turnstoned.RpcError)
+local function ask_servers(buf, p, method, clients, respond)
   local line = line_at(buf, p.line)
   local byte = M.byte(line, p.character)
   local pending, locations, seen = #clients, {}, {}
@@ -536,14 +531,54 @@ local function serve_symbol(p, respond)
   end
 end
 
+---@param p turnstoned.EditorSymbolParams
+---@param respond fun(result?: table, err?: turnstoned.RpcError)
+local function serve_symbol(p, respond)
+  if p.action ~= 'definition' and p.action ~= 'references' then
+    return respond(nil, invalid('action must be definition or references'))
+  elseif type(p.path) ~= 'string' or type(p.line) ~= 'number' or type(p.character) ~= 'number' then
+    return respond(nil, invalid('give path, line and character'))
+  end
+  local method = p.action == 'definition' and 'textDocument/definition' or 'textDocument/references'
+  local buf = M.find_buf(p.path)
+  if buf then
+    return ask_servers(buf, p, method, clients_of(buf, method), respond)
+  elseif vim.fn.filereadable(p.path) == 0 then
+    return respond({ locations = {} })
+  end
+  -- Not loaded: load it (unlisted), which starts the language servers set up for its
+  -- filetype, and give them a moment to attach.
+  buf = vim.fn.bufadd(p.path)
+  pcall(vim.fn.bufload, buf)
+  local waited = 0
+  local function try()
+    local clients = clients_of(buf, method)
+    if #clients > 0 or waited >= ATTACH_WAIT_MS or #vim.lsp.get_clients() == 0 then
+      return ask_servers(buf, p, method, clients, respond)
+    end
+    waited = waited + 100
+    vim.defer_fn(try, 100)
+  end
+  try()
+end
+
+--- The handlers of the daemon's editor/* requests, by method.
+---@type table<string, fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError))>
+M.handlers = {
+  ['editor/diagnostics'] = serve_diagnostics,
+  ['editor/openFiles'] = serve_open_files,
+  ['editor/symbol'] = serve_symbol,
+  ['editor/buffers'] = serve_buffers,
+}
+
 --- Answer the daemon's editor/* requests (called once, when the plugin is first used).
 function M.serve()
   local client = require('turnstoned.client')
   local methods = require('turnstoned.protocol').methods
-  client.on_request(methods.editor_diagnostics, serve_diagnostics)
-  client.on_request(methods.editor_open_files, serve_open_files)
-  client.on_request(methods.editor_symbol, serve_symbol)
-  client.on_request(methods.editor_buffers, serve_buffers)
+  for _, method in ipairs({ methods.editor_diagnostics, methods.editor_open_files, methods.editor_symbol,
+    methods.editor_buffers }) do
+    client.on_request(method, M.handlers[method])
+  end
 end
 
 return M

@@ -286,4 +286,67 @@ H.test('the statusline component is empty before the first prompt', function()
   H.eq(require('turnstoned').status(), '', 'status()')
 end)
 
+H.test('a buffer is given as writing it would make the file: the final newline as eol and fixeol say', function()
+  local editor = require('turnstoned.editor')
+  local buf = api.nvim_create_buf(true, false)
+  api.nvim_buf_set_lines(buf, 0, -1, false, { 'one', 'two' })
+  H.eq(editor.text(buf), 'one\ntwo\n', 'eol')
+  vim.bo[buf].eol, vim.bo[buf].fixeol = false, false
+  H.eq(editor.text(buf), 'one\ntwo', 'noeol nofixeol')
+  vim.bo[buf].fixeol = true
+  H.eq(editor.text(buf), 'one\ntwo\n', 'fixeol adds it')
+  vim.bo[buf].binary, vim.bo[buf].eol = true, false
+  H.eq(editor.text(buf), 'one\ntwo', 'but not to a binary file')
+  api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  H.eq(editor.text(buf), '', 'an empty buffer')
+  vim.cmd.bwipeout({ buf, bang = true })
+end)
+
+H.test('selections and diagnostics count characters in UTF-16, as LSP does', function()
+  local editor = require('turnstoned.editor')
+  local buf = api.nvim_create_buf(true, false)
+  api.nvim_buf_set_lines(buf, 0, -1, false, { 'naïve 😀 x', 'second' })
+  local sel = assert(editor.region(buf, { 0, 1, 8, 0 }, { 0, 1, 8, 0 }, 'v')) -- "😀" (bytes 8-11)
+  H.eq(sel.text, '😀', 'the text')
+  H.eq(sel.range, { startLine = 0, startCharacter = 6, endLine = 0, endCharacter = 8 }, 'the range')
+  local lines = assert(editor.region(buf, { 0, 1, 1, 0 }, { 0, 2, 1, 0 }, 'V'))
+  H.eq(lines.text, 'naïve 😀 x\nsecond', 'linewise text')
+  H.eq(lines.range.endCharacter, 6, 'a linewise range ends at the end of its last line')
+  H.eq(editor.utf16('😀 x', 5), 3, 'after the emoji and the space')
+  H.eq(editor.byte('😀 x', 3), 5, 'and back')
+  vim.cmd.bwipeout({ buf, bang = true })
+end)
+
+H.test('editor requests with bad params are answered with errors, never raised', function()
+  local handlers = require('turnstoned.editor').handlers
+  local function ask(method, params)
+    local result, err
+    handlers[method](params, function(r, e)
+      result, err = r, e
+    end)
+    return result, err
+  end
+  local _, err = ask('editor/symbol', { action = 'rename', path = '/x', line = 0, character = 0 })
+  H.eq(err and err.code, vim.lsp.protocol.ErrorCodes.InvalidParams, 'an unknown action')
+  _, err = ask('editor/diagnostics', { path = 3 })
+  H.eq(err and err.code, vim.lsp.protocol.ErrorCodes.InvalidParams, 'a path that is no string')
+  local result = ask('editor/symbol', { action = 'definition', path = '/no/such/file.py', line = 0, character = 0 })
+  H.eq(result, { locations = {} }, 'a file that does not exist has no locations')
+  result = ask('editor/diagnostics', { path = '/no/such/file.py' })
+  H.eq(result, { diagnostics = {} }, 'nor diagnostics')
+end)
+
+H.test('the instruction files are named relative to the session, truncated ones marked', function()
+  local chat = require('turnstoned.chat').new('sess-instructions')
+  chat.info = { cwd = '/home/u/proj' }
+  chat.instructions = {
+    { path = vim.fn.expand('~') .. '/.config/turnstone/AGENTS.md', chars = 10 },
+    { path = '/home/u/proj/AGENTS.md', chars = 100 },
+    { path = '/home/u/proj/src/CLAUDE.md', chars = 32000, truncated = true },
+  }
+  H.eq(chat:instructions_label(), '~/.config/turnstone/AGENTS.md, AGENTS.md, src/CLAUDE.md (truncated)', 'the label')
+  chat.instructions = {}
+  H.eq(chat:instructions_label(), '', 'none')
+end)
+
 H.run()
