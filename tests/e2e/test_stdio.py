@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.rawrpc import DEFER, RawDaemon
 from tests.fakes.model_server import ScriptedModel, hang, text, tool_calls
+from turnstoned import protocol as p
 
 
 @pytest.fixture
@@ -213,7 +214,8 @@ def test_file_change_is_read_while_pending_and_refused_after(daemon: RawDaemon, 
                text("written"))
     daemon.on_request = lambda msg: DEFER
     caps = daemon.initialize()["capabilities"]["experimental"]["turnstoned"]
-    assert caps["protocolRevision"] == "1.9" == daemon.result("daemon/health")["protocolRevision"]
+    assert caps["protocolRevision"] == p.PROTOCOL_REVISION == daemon.result(
+        "daemon/health")["protocolRevision"]
     sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
     tid = daemon.result("turn/start", {"sessionId": sid,
                                        "input": [{"type": "text", "text": "write"}]})["turnId"]
