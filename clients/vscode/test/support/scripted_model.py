@@ -10,6 +10,7 @@ After the script, every request gets {"default": "..."} if given, else a fixed t
 next reply of that list instead (a coordinator's children run beside it, in any order).
 {"summary": "..."} answers every request without tools (a compaction's summary) with that text.
 {"requestLog": "FILE"} appends one JSON line per request: its model and Authorization header.
+{"messageLog": "FILE"} appends one JSON line per request: its messages and the names of its tools.
 Prints the base URL on stdout, serves until stdin closes.
 """
 
@@ -42,9 +43,11 @@ def reply(step: dict[str, Any]) -> Response:
 class LoggingModel(ScriptedModel):
     """A scripted model that also appends what each request said about itself to a file."""
 
-    def __init__(self, log_file: str | None, **kwargs: Any) -> None:
+    def __init__(self, log_file: str | None, message_log: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.log_file = log_file
+        self.message_log = message_log
 
     def _record(self, request: dict[str, Any], headers: dict[str, str]) -> None:
         super()._record(request, headers)
@@ -53,6 +56,11 @@ class LoggingModel(ScriptedModel):
             line = {"model": request.get("model"), "authorization": lower.get("authorization")}
             with open(self.log_file, "a", encoding="utf-8") as f:
                 f.write(json.dumps(line) + "\n")
+        if self.message_log:
+            tools = [t.get("function", {}).get("name") for t in request.get("tools") or []]
+            entry = {"messages": request.get("messages", []), "tools": tools}
+            with open(self.message_log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
 
 
 def first_user_text(request: dict[str, Any]) -> str:
@@ -88,7 +96,8 @@ def main() -> int:
     script = json.loads(Path(sys.argv[1]).read_text())
     if not isinstance(script, dict):
         script = {"replies": script}
-    server = LoggingModel(script.get("requestLog"), default=responder(script))
+    server = LoggingModel(script.get("requestLog"), script.get("messageLog"),
+                          default=responder(script))
     server.start()
     print(server.base_url, flush=True)
     try:
