@@ -237,6 +237,22 @@ H.test('an unsaved buffer is what read_file reads and edit_file edits; the buffe
   H.eq(H.text(buf), 'ONE\ntwo, unsaved', 'the buffer')
   H.eq(vim.bo[buf].modified, false, 'the buffer is saved')
   H.eq(disk('notes.txt'), 'ONE\ntwo, unsaved\n', 'the file')
+
+  -- Typed in after the daemon read the buffer (while the edit is asked about): kept.
+  api.nvim_buf_set_lines(buf, 1, 2, false, { 'two, again' })
+  approve('Approve', function()
+    api.nvim_buf_set_lines(buf, 0, 0, false, { 'typed meanwhile' })
+  end)
+  local seen = notes()
+  model.push({ tool_calls = { { 'call-e2', 'edit_file', vim.json.encode({ path = 'notes.txt', old_string = 'ONE',
+    new_string = 'One' }) } } }, { text = 'Edited again.' })
+  run(function()
+    turnstoned.ask('Not so loud')
+  end)
+  H.eq(disk('notes.txt'), 'One\ntwo, again\n', 'the file: the text read, with the edit')
+  H.eq(H.text(buf), 'typed meanwhile\nONE\ntwo, again', 'the buffer as typed')
+  H.ok(table.concat(seen, '\n'):find('changed notes.txt on disk', 1, true), vim.inspect(seen))
+  vim.cmd('silent! edit!')
 end)
 
 H.test('a command that changes an open file reloads its buffer in place; a buffer edited meanwhile is kept', function()
@@ -299,6 +315,18 @@ H.test('after a daemon restart the resumed chat undoes its last turn from before
   H.eq(disk('keep.txt'), 'after\n', 'written')
   local chat = H.resume_after_restart(session.current())
   H.ok(chat:instructions_label() == 'AGENTS.md', 'the resumed chat knows the instructions too')
+  vim.cmd('Turnstoned changes')
+  local list
+  H.wait('the changes list', function()
+    list = vim.iter(api.nvim_list_bufs()):find(function(b)
+      return api.nvim_buf_get_name(b):find('turnstoned://changes/', 1, true) ~= nil
+    end)
+    return list
+  end)
+  local listed = H.text(list)
+  H.ok(listed:find('Changes of the turn "Change keep.txt"', 1, true) and listed:find('modified  keep.txt  +1 −1', 1, true),
+    listed)
+  vim.cmd.bwipeout(list)
   local seen = H.stub_select(function(_, labels)
     return H.find(labels, 'Keep the conversation')
   end)
@@ -313,6 +341,13 @@ H.test('after a daemon restart the resumed chat undoes its last turn from before
   H.wait('the note', function()
     return H.text(chat.buf):find('↶ undid the last turn: restored keep.txt', 1, true) ~= nil
   end)
+  seen = H.stub_select(function()
+    return nil
+  end)
+  vim.cmd('Turnstoned rerun')
+  H.ok(seen[1] and vim.tbl_contains(seen[1].labels, 'Rewrite the list')
+    and not vim.tbl_contains(seen[1].labels, 'Change keep.txt'), 'rerun offers the earlier prompts but the undone one: '
+    .. vim.inspect(seen[1]))
 end)
 
 H.run()
