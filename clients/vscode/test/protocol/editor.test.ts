@@ -158,6 +158,29 @@ describe("the editor, for the model, against the real daemon", () => {
     expect(host.reverted).toEqual([]);
   });
 
+  it("a command that changed a file under unsaved text: the same warning; a clean document is left to VS Code", async () => {
+    const dirty = path.join(t.work, "dirty.txt");
+    const clean = path.join(t.work, "clean.txt");
+    fs.writeFileSync(dirty, "old\n");
+    fs.writeFileSync(clean, "old\n");
+    const host = await ready([
+      { toolCalls: [["b1", "bash", JSON.stringify({ command: "sleep 0.05; echo new > dirty.txt; echo new > clean.txt" })]] },
+      { text: "Done." },
+    ]);
+    const doc = host.openDocument(dirty, "mine\n");
+    host.openDocument(clean);
+    host.fromPage({ type: "send", text: "renew both" });
+    await approveNext(host, "bash");
+    await turnEnded(host);
+    expect(fs.readFileSync(dirty, "utf8")).toBe("new\n");
+    await host.until("the warning", () => host.shown.some((s) => s.kind === "warn"));
+    expect(host.shown.filter((s) => s.kind === "warn").map((s) => s.message)).toEqual([
+      "dirty.txt was changed on disk by a command turnstoned ran, but it has unsaved changes in the editor: they were kept, and the editor does not show the new text (saving would overwrite it).",
+    ]);
+    expect(doc).toMatchObject({ text: "mine\n", dirty: true });
+    expect(host.reverted).toEqual([]);
+  });
+
   it("the project's instruction files are named at the top of the chat, a cut one marked; a click opens it", async () => {
     fs.mkdirSync(path.join(t.work, ".git"));
     fs.writeFileSync(path.join(t.work, "AGENTS.md"), "Run the tests with `make test`.\n".repeat(1200));
