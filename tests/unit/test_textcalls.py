@@ -31,6 +31,7 @@ REPLIES = {
     "mistral": (f'[TOOL_CALLS] [{READ}]', ""),
     "llama": ('<|python_tag|>{"name": "read_file", "parameters": {"path": "src/app.py"}}', ""),
     "broken json": ('<tool_call>{"name": "read_file", "arguments": {"path": "src/app.py"}</tool_call>', ""),
+    "bare, doubled braces": ('{{"name": "read_file", "arguments": {"path": "src/app.py"}}}', ""),
     "single quotes": ("<tool_call>{'name': 'read_file', 'arguments': {'path': 'src/app.py'}}</tool_call>", ""),
     "string arguments": (('<tool_call>{"name": "read_file", "arguments": "{\\"path\\": \\"src/app.py\\"}"}'
                          "</tool_call>"), ""),
@@ -57,6 +58,7 @@ def test_code_that_is_no_call_is_shown_as_it_was() -> None:
     assert scan(text, [7, 30]) == (text, [])
     assert scan("a <tool_ without a call", [5]) == ("a <tool_ without a call", [])
     assert scan("unclosed ```json\n{\"na", []) == ("unclosed ```json\n{\"na", [])
+    assert scan(' {"answer": 42}', [3]) == (' {"answer": 42}', [])  # JSON that is no call
 
 
 def test_native_mode_leaves_fences_to_the_end_of_the_reply() -> None:

@@ -10,7 +10,9 @@ calls and results as text (``as_text``), and reads the calls out of the reply
 - ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Hermes, Qwen), several;
 - a fenced JSON block (```` ```json ````) holding ``{"name", "arguments"}`` of a known tool;
 - ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]`` (Mistral);
-- ``<|python_tag|>{"name": ..., "parameters": {...}}`` (Llama 3.1).
+- ``<|python_tag|>{"name": ..., "parameters": {...}}`` (Llama 3.1);
+- a reply that is nothing but such a JSON object (small models write
+  ``{{"name": ..., "arguments": {...}}}`` with doubled braces, too).
 
 Lenient: whitespace, ``parameters`` for ``arguments``, arguments given as a JSON string,
 and broken JSON (a trailing brace missing, single quotes) are accepted where the name
@@ -38,6 +40,7 @@ MISTRAL = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
 FENCE = "```"
 _MARKERS = (OPEN, MISTRAL, PYTHON_TAG)
+BARE = "{"  # the block of a reply that is a bare JSON object
 
 INSTRUCTIONS = """# Calling tools
 You can call the tools below. To call one, write a block like this (nothing else on its \
@@ -181,7 +184,16 @@ def _named(text: str) -> list[RawToolCall]:
     return [RawToolCall(id=f"call_{secrets.token_hex(12)}", name=m.group(1), arguments=raw)]
 
 
+def _undoubled(text: str) -> str:
+    """``{{…}}`` as ``{…}`` (a chat template's escaping copied by a small model)."""
+    text = text.strip()
+    while text.startswith("{{") and text.endswith("}}"):
+        text = text[1:-1].strip()
+    return text
+
+
 def parse_block(text: str, names: set[str] | None) -> list[RawToolCall]:
+    text = _undoubled(text)
     value = _loads(text)
     if value is None:
         return _named(text) if names is None or any(n in text for n in names) else []
@@ -204,11 +216,19 @@ class Scanner:
     _held: str = ""
     _inside: str | None = None  # the marker of the block being read
     _body: list[str] = field(default_factory=list)
+    _started: bool = False  # text other than whitespace has come
 
     def feed(self, text: str) -> str:
         shown: list[str] = []
         buf = self._held + text
         self._held = ""
+        if not self._started and self.fences:
+            if not buf.strip():
+                self._held = buf
+                return ""
+            self._started = True
+            if buf.lstrip().startswith("{"):  # a bare JSON reply: a call, or text at the end
+                self._inside, self._body = BARE, []
         while buf:
             if self._inside is None:
                 at, marker = self._next_marker(buf)
@@ -271,7 +291,7 @@ class Scanner:
         if self._inside == FENCE:
             at = buf.find(FENCE)
             return (at, len(FENCE)) if at != -1 else None
-        return None  # [TOOL_CALLS] and <|python_tag|> run to the end of the reply
+        return None  # [TOOL_CALLS], <|python_tag|> and a bare JSON reply run to the end
 
     def _partial_close(self, buf: str) -> int:
         close = CLOSE if self._inside == OPEN else FENCE if self._inside == FENCE else ""
@@ -291,17 +311,18 @@ class Scanner:
                 self.calls += found
                 return ""
             return FENCE + body + ("" if final else FENCE)
-        found = parse_block(body, None)
+        found = parse_block(body, self.names if marker == BARE else None)
         if found:
             self.calls += found
             return ""
-        return (marker or "") + body + (CLOSE if marker == OPEN and not final else "")
+        opened = "" if marker == BARE else (marker or "")
+        return opened + body + (CLOSE if marker == OPEN and not final else "")
 
 
 def calls_in(text: str, names: set[str]) -> tuple[str, list[RawToolCall]]:
     """A finished reply's text without call markup, and the calls it wrote (native mode:
     a model that wrote its calls in the text)."""
-    scanner = Scanner(names, fences=True)
+    scanner = Scanner(names, fences=True)  # fences on: a bare JSON reply is read too
     shown = scanner.feed(text)
     rest, calls = scanner.finish()
     return (shown + rest).strip() if calls else text, calls
