@@ -52,39 +52,69 @@ function M.last_changed(chat)
   end
 end
 
---- The chat's last turn that changed files and was not undone; `cb(turn)` (nil: none). A
---- turn known only from the session's history (a resumed session) is asked what it
---- changed (`turn/changes`), from the last one back, until one did.
+--- Remember that an undo (made before this chat was resumed) took `turn` back, so it is not
+--- offered again and redo can bring it back.
 ---@param chat turnstoned.Chat
+---@param turn turnstoned.TurnRecord
+---@param undo_id string
+local function undone_before(chat, turn, undo_id)
+  turn.undone = undo_id
+  chat.undos = chat.undos or {}
+  for _, u in ipairs(chat.undos) do
+    if u.id == undo_id then
+      return
+    end
+  end
+  table.insert(chat.undos, 1, { id = undo_id })
+end
+
+--- Walk the chat's turns from the last back until `pred(turn)` holds; `cb(turn)` (nil: none
+--- did). A turn known only from the session's history (a resumed session) is first asked
+--- what it changed and whether an undo took it back (`turn/changes`). At most `limit`
+--- turns are asked.
+---@param chat turnstoned.Chat
+---@param pred fun(turn: turnstoned.TurnRecord): boolean
 ---@param cb fun(turn?: turnstoned.TurnRecord)
-function M.find_last_changed(chat, cb)
-  local i = #(chat.turns or {}) + 1
+---@param limit? integer
+local function scan(chat, pred, cb, limit)
+  local i, asked = #(chat.turns or {}) + 1, 0
   local function step()
     i = i - 1
     local t = (chat.turns or {})[i]
     if not t then
       return cb(nil)
-    elseif t.undone then
-      return step()
-    elseif t.checkpoint then
-      if #(t.checkpoint.files or {}) > 0 then
+    elseif t.checkpoint or not t.resumed then
+      if pred(t) then
         return cb(t)
       end
       return step()
-    elseif not t.resumed then
-      return step() -- a turn seen here that has not ended, or that changed nothing
+    elseif limit and asked >= limit then
+      return cb(nil)
     end
+    asked = asked + 1
     client.request(methods.turn_changes, { sessionId = chat.sid, turnId = t.id }, function(err, result)
       if err then
         t.checkpoint = { files = {} }
       else
         t.checkpoint = { files = result.files or {}, undoable = result.undoable, note = result.note }
+        if type(result.undoneBy) == 'string' and not t.undone then
+          undone_before(chat, t, result.undoneBy)
+        end
       end
       i = i + 1 -- look at this turn again, now that its changes are known
       step()
     end)
   end
   step()
+end
+
+--- The chat's last turn that changed files and was not undone; `cb(turn)` (nil: none).
+---@param chat turnstoned.Chat
+---@param cb fun(turn?: turnstoned.TurnRecord)
+function M.find_last_changed(chat, cb)
+  scan(chat, function(t)
+    return not t.undone and t.checkpoint ~= nil and #(t.checkpoint.files or {}) > 0
+  end, cb)
 end
 
 --- How many of the chat's live turns come after `turn`.
@@ -322,12 +352,29 @@ function M.undo_turn(chat, turn)
   end)
 end
 
---- Take back the current chat's last undo.
+--- Take back the current chat's last undo (in a resumed chat that knows of none, the undo
+--- of its last undone turn is looked for first, among its last 20 turns).
 function M.redo()
   local chat = idle_chat()
   if not chat then
     return
   end
+  local known = vim.iter(chat.undos or {}):any(function(u)
+    return not u.redone
+  end)
+  if known then
+    return M.redo_last(chat)
+  end
+  scan(chat, function(t)
+    return t.undone ~= nil
+  end, function()
+    M.redo_last(chat)
+  end, 20)
+end
+
+--- Take back the last undo `chat` knows of.
+---@param chat turnstoned.Chat
+function M.redo_last(chat)
   local last
   for i = #(chat.undos or {}), 1, -1 do
     if not chat.undos[i].redone then

@@ -304,7 +304,7 @@ H.test('the project instructions the model reads are named in the chat winbar an
   api.nvim_set_current_win(code_win)
 end)
 
-H.test('after a daemon restart the resumed chat undoes its last turn from before the restart', function()
+H.test('after a daemon restart the resumed chat undoes its last turn from before the restart, and redoes it after another', function()
   file('keep.txt', 'before\n')
   model.push({ tool_calls = { { 'call-k', 'write_file', vim.json.encode({ path = 'keep.txt', content = 'after\n' }) } } },
     { text = 'Written.' })
@@ -348,6 +348,16 @@ H.test('after a daemon restart the resumed chat undoes its last turn from before
   H.ok(seen[1] and vim.tbl_contains(seen[1].labels, 'Rewrite the list')
     and not vim.tbl_contains(seen[1].labels, 'Change keep.txt'), 'rerun offers the earlier prompts but the undone one: '
     .. vim.inspect(seen[1]))
+
+  -- Another restart: the daemon names the undo that took the turn back, so redo finds it.
+  chat = H.resume_after_restart(chat)
+  vim.cmd('Turnstoned redo')
+  H.wait('keep.txt again', function()
+    return disk('keep.txt') == 'after\n'
+  end)
+  H.wait('the redo note', function()
+    return H.text(chat.buf):find('↷ redid the last turn: restored keep.txt', 1, true) ~= nil
+  end)
 end)
 
 H.run()
