@@ -240,3 +240,29 @@ describe("the editor, for the model, against the real daemon", () => {
     expect(changes(third).files.map((f) => f.status)).toEqual(["changed"]);
   });
 });
+
+describe("undo and redo of the latest, from the command palette", () => {
+  it("Undo the Last Turn rewinds it; after a reload with nothing left to click, Redo the Last Undo brings it back", { timeout: 60000 }, async () => {
+    const a = path.join(t.work, "a.txt");
+    fs.writeFileSync(a, "zero\n");
+    const host = await ready([{ toolCalls: [["w1", "write_file", JSON.stringify({ path: "a.txt", content: "one\n" })]] }, { text: "Wrote one." }], AUTO);
+    host.fromPage({ type: "send", text: "write one" });
+    await turnEnded(host);
+    const sessionId = pageState(host.posted).sessionId!;
+    host.respond = (s) => (s.kind === "pick" && s.message === "Undo the last turn" ? "Undo and rewind the conversation" : undefined);
+    await host.run("turnstoned.undoLastTurn");
+    expect(fs.readFileSync(a, "utf8")).toBe("zero\n");
+    expect(last(host, "draft")).toEqual({ type: "draft", text: "write one" });
+
+    await host.daemons[0]!.stop();
+    const next = new FakeHost(host.settingsValue, { name: "work", path: t.work });
+    launch(t, next);
+    next.fromPage({ type: "ready" });
+    await next.until("the session", () => last(next, "reset")?.sessionId === sessionId, 20000);
+    expect(pageState(next.posted).entries).toEqual([]);
+    await next.run("turnstoned.redoLastUndo");
+    expect(fs.readFileSync(a, "utf8")).toBe("one\n");
+    await next.until("the conversation back", () => pageState(next.posted).entries.some((e) => e.kind === "user"));
+    expect(pageState(next.posted).entries.find((e): e is UserEntry => e.kind === "user")).toMatchObject({ text: "write one" });
+  });
+});
