@@ -25,10 +25,12 @@ local function file(name, content)
   return path
 end
 
+--- A file's content (nil while it cannot be read: an undo may be replacing it).
 ---@param name string
----@return string
+---@return string?
 local function disk(name)
-  return table.concat(vim.fn.readfile(H.workspace .. '/' .. name, 'b'), '\n')
+  local ok, lines = pcall(vim.fn.readfile, H.workspace .. '/' .. name, 'b')
+  return ok and table.concat(lines, '\n') or nil
 end
 
 --- Send a prompt with `ask` and wait for its turn to end.
