@@ -35,7 +35,7 @@ PROTOCOL_VERSION = 1
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
 # ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
 # turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
-# and ``mention`` input items.
+# and ``mention`` input items, session/commands.
 PROTOCOL_REVISION = "1.13"
 
 
@@ -355,6 +355,32 @@ class SessionSetModelParams(Wire, kw_only=True):
 class SessionSetModelResult(Wire, kw_only=True):
     model: str
     previous: str | None = None
+
+
+class CommandArgument(Wire, kw_only=True):
+    name: str
+    description: str = ""
+    required: bool = False
+    choices: list[str] = []
+
+
+CommandKind = Literal["builtin", "skill", "prompt"]
+
+
+class SessionCommand(Wire, kw_only=True):
+    """A slash command: ``builtin`` ones a client runs with ``request`` (its own UI for
+    ``new`` and ``clear``); a ``skill`` or an MCP ``prompt`` runs by sending ``/name`` and
+    its words as a prompt (the daemon loads the skill, then the model follows it)."""
+
+    name: str
+    description: str
+    kind: CommandKind
+    arguments: list[CommandArgument] = []
+    request: str | None = None  # the method a builtin calls (null: the client's own action)
+
+
+class SessionCommandsResult(Wire, kw_only=True):
+    commands: list[SessionCommand]
 
 
 class FindFilesParams(Wire, kw_only=True):
@@ -1361,6 +1387,8 @@ METHODS: tuple[Method, ...] = (
          "Change a session's approval mode; it applies from the next tool call."),
     _req("session/setModel", SessionSetModelParams, SessionSetModelResult,
          "Change the model of a session (on the configured server); from its next model call."),
+    _req("session/commands", SessionRef, SessionCommandsResult,
+         "The slash commands a session offers: built-ins, its skills and MCP prompts."),
     _req("workspace/findFiles", FindFilesParams, FindFilesResult,
          "Fuzzy file search for @-mentions: paths ranked for a few typed letters."),
     _req("model/list", None, ModelListResult,

@@ -22,7 +22,7 @@ from turnstoned import __version__, paths, sandbox, skills
 from turnstoned import protocol as p
 from turnstoned import tools as registry
 from turnstoned.config import Config, ConfigError, resolve_model, save_model, with_overrides
-from turnstoned.core import build, wire
+from turnstoned.core import build, commands, wire
 from turnstoned.core.agent import AgentHost
 from turnstoned.core.approval.policy_files import POLICY_FILE, PolicyTrustError
 from turnstoned.core.compaction import compactor
@@ -181,6 +181,9 @@ class Engine:
                          *(m.path for m in mentions)]:
                 self.finder.used(root, path)
         return self.sessions.start_turn(session_id, texts, shown, mentions)
+
+    def session_commands(self, session_id: str) -> p.SessionCommandsResult:
+        return p.SessionCommandsResult(commands=commands.listed(self.get(session_id).env))
 
     async def find_files(self, params: p.FindFilesParams) -> p.FindFilesResult:
         if params.session_id is not None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from turnstoned import protocol as p
 from turnstoned import sandbox
 from turnstoned.config import Config, ModelSettings, resolve_model
-from turnstoned.core import editor, finder, wire
+from turnstoned.core import commands, editor, finder, wire
 from turnstoned.core import messages as m
 from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.errors import EngineError
@@ -260,15 +260,17 @@ class Sessions:
         earlier = session.take_queued()
         content = "\n\n".join([*(q.text() for q in earlier), text])
         message = m.Message(role="user", content=content, id=m.new_id("user"),
-                            context=self._context(session, shown, mentions),
+                            context=self._context(session, text, shown, mentions),
                             prompt=text if earlier else None)
         return self._launch(session, message, earlier), False
 
-    def _context(self, session: Session, shown: p.EditorState | None,
+    def _context(self, session: Session, text: str, shown: p.EditorState | None,
                  mentions: Sequence[p.MentionInput]) -> str | None:
-        """The blocks the model reads before the prompt: mentioned files, the editor state."""
+        """The blocks the model reads before the prompt: a slash command run, mentioned
+        files, the editor state."""
         cwd = session.env.cwd
-        blocks = [finder.mention_block(item, cwd, session.env.buffers) for item in mentions]
+        blocks = [ran] if (ran := commands.note(session.env, text)) else []
+        blocks += [finder.mention_block(item, cwd, session.env.buffers) for item in mentions]
         if shown is not None and (state := editor.render(shown, cwd)):
             blocks.append(state)
         return "\n\n".join(blocks) or None

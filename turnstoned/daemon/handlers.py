@@ -153,6 +153,11 @@ async def turn_interrupt(get_engine: GetEngine, params: p.TurnInterruptParams) -
     return p.Empty()
 
 
+@handles("session/commands")
+async def session_commands(get_engine: GetEngine, params: p.SessionRef) -> p.SessionCommandsResult:
+    return get_engine().session_commands(params.session_id)
+
+
 @handles("workspace/findFiles")
 async def find_files(get_engine: GetEngine, params: p.FindFilesParams) -> p.FindFilesResult:
     return await get_engine().find_files(params)

@@ -70,7 +70,8 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
     if found is None:
         return prepare_error(f"Error: {symbol!r} is not on line {line} of {given}: {row.strip()[:200]}")
     params = EditorSymbolParams(session_id=ctx.env.session_id, action=action, path=path,
-                                line=line - 1, character=found.start())
+                                line=line - 1,  # LSP counts characters in UTF-16 units
+                                character=len(row[:found.start()].encode("utf-16-le")) // 2)
     return PreparedCall(header=f"⚙ editor_symbol: {action} of {symbol} ({given}:{line})",
                         data=(params, symbol))
 

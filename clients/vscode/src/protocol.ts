@@ -120,6 +120,13 @@ export interface ClientOptions {
   editor?: EditorCapabilities | null;
 }
 
+export interface CommandArgument {
+  name: string;
+  description?: string;
+  required?: boolean;
+  choices?: string[];
+}
+
 /**
  * ``probe``: also ask the model server for its models (bounded: a few seconds).
  */
@@ -746,6 +753,23 @@ export interface ServerInfo {
 }
 
 /**
+ * A slash command: ``builtin`` ones a client runs with ``request`` (its own UI for
+ * ``new`` and ``clear``); a ``skill`` or an MCP ``prompt`` runs by sending ``/name`` and
+ * its words as a prompt (the daemon loads the skill, then the model follows it).
+ */
+export interface SessionCommand {
+  name: string;
+  description: string;
+  kind: "builtin" | "prompt" | "skill";
+  arguments?: CommandArgument[];
+  request?: string | null;
+}
+
+export interface SessionCommandsResult {
+  commands: SessionCommand[];
+}
+
+/**
  * ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it
  * compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
  */
@@ -1177,6 +1201,7 @@ export type CompactionTrigger = "auto" | "manual" | "overflow";
 export type CompactionMode = "dropped" | "summary";
 export type InputItem = TextInput | MentionInput;
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
+export type CommandKind = "builtin" | "prompt" | "skill";
 export type Resolution = "checkpoint" | "mine";
 export type DiagnosticSeverity = "error" | "hint" | "information" | "warning";
 export type MemoryScope = "coordinator" | "global" | "project" | "user" | "workstream";
@@ -1199,6 +1224,7 @@ export const Method = {
   sessionUnsubscribe: "session/unsubscribe",
   sessionSetMode: "session/setMode",
   sessionSetModel: "session/setModel",
+  sessionCommands: "session/commands",
   workspaceFindFiles: "workspace/findFiles",
   modelList: "model/list",
   modelUse: "model/use",
@@ -1262,6 +1288,7 @@ export interface ClientRequests {
   "session/unsubscribe": { params: SessionRef; result: Empty };
   "session/setMode": { params: SessionSetModeParams; result: SessionSetModeResult };
   "session/setModel": { params: SessionSetModelParams; result: SessionSetModelResult };
+  "session/commands": { params: SessionRef; result: SessionCommandsResult };
   "workspace/findFiles": { params: FindFilesParams; result: FindFilesResult };
   "model/list": { params: null; result: ModelListResult };
   "model/use": { params: ModelUseParams; result: ModelUseResult };

@@ -87,6 +87,12 @@
 ---@class turnstoned.ClientOptions
 ---@field editor? turnstoned.EditorCapabilities|nil
 
+---@class turnstoned.CommandArgument
+---@field name string
+---@field description? string
+---@field required? boolean
+---@field choices? string[]
+
 ---@class turnstoned.DaemonHealthParams ``probe``: also ask the model server for its models (bounded: a few seconds).
 ---@field probe? boolean
 
@@ -498,6 +504,16 @@
 ---@field name string
 ---@field version string
 
+---@class turnstoned.SessionCommand A slash command: ``builtin`` ones a client runs with ``request`` (its own UI for ``new`` and ``clear``); a ``skill`` or an MCP ``prompt`` runs by sending ``/name`` and its words as a prompt (the daemon loads the skill, then the model follows it).
+---@field name string
+---@field description string
+---@field kind 'builtin'|'prompt'|'skill'
+---@field arguments? turnstoned.CommandArgument[]
+---@field request? string|nil
+
+---@class turnstoned.SessionCommandsResult
+---@field commands turnstoned.SessionCommand[]
+
 ---@class turnstoned.SessionCompactResult ``compacted`` (``session/compacted`` was sent), ``scheduled`` (a turn is running: it compacts at its next seam) or ``unchanged`` (nothing old enough to compact).
 ---@field status 'compacted'|'scheduled'|'unchanged'
 ---@field text? string
@@ -816,6 +832,7 @@
 ---@alias turnstoned.CompactionMode 'dropped'|'summary'
 ---@alias turnstoned.InputItem turnstoned.TextInput|turnstoned.MentionInput
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
+---@alias turnstoned.CommandKind 'builtin'|'prompt'|'skill'
 ---@alias turnstoned.Resolution 'checkpoint'|'mine'
 ---@alias turnstoned.DiagnosticSeverity 'error'|'hint'|'information'|'warning'
 ---@alias turnstoned.MemoryScope 'coordinator'|'global'|'project'|'user'|'workstream'
@@ -843,6 +860,7 @@ M.methods = {
   session_unsubscribe = "session/unsubscribe",
   session_set_mode = "session/setMode",
   session_set_model = "session/setModel",
+  session_commands = "session/commands",
   workspace_find_files = "workspace/findFiles",
   model_list = "model/list",
   model_use = "model/use",
@@ -909,6 +927,7 @@ M.directions = {
   ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
   ["session/setMode"] = { direction = "client->daemon", kind = "request" },
   ["session/setModel"] = { direction = "client->daemon", kind = "request" },
+  ["session/commands"] = { direction = "client->daemon", kind = "request" },
   ["workspace/findFiles"] = { direction = "client->daemon", kind = "request" },
   ["model/list"] = { direction = "client->daemon", kind = "request" },
   ["model/use"] = { direction = "client->daemon", kind = "request" },
