@@ -35,7 +35,7 @@ PROTOCOL_VERSION = 1
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
 # ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
 # turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
-# and ``mention`` input items, session/commands.
+# and ``mention`` input items, session/commands, the update_plan tool and plan/updated.
 PROTOCOL_REVISION = "1.13"
 
 
@@ -309,6 +309,7 @@ class SessionResumeResult(Wire, kw_only=True):
     session: SessionInfo
     items: list[Item]
     instructions: list[InstructionFile] = []
+    plan: list[PlanStep] = []  # the model's last plan (update_plan), if it made one
 
 
 class ModelOption(Wire, kw_only=True):
@@ -1038,6 +1039,23 @@ class SessionNotice(Event, kw_only=True):
     data: dict[str, Any] = {}
 
 
+PlanStatus = Literal["pending", "in_progress", "done"]
+
+
+class PlanStep(Wire, kw_only=True):
+    step: str
+    status: PlanStatus = "pending"
+
+
+class PlanUpdated(Event, kw_only=True):
+    """The model's plan for the work under way (``update_plan``): the whole list each time."""
+
+    session_id: str
+    turn_id: str | None = None
+    steps: list[PlanStep]
+    explanation: str | None = None
+
+
 class SessionModeChanged(Event, kw_only=True):
     """A session's approval mode changed (session/setMode, or the user approved a plan)."""
 
@@ -1450,6 +1468,8 @@ METHODS: tuple[Method, ...] = (
     _note("session/usage", SessionUsage, "How full the session's context is, after each model call."),
     _note("session/compacted", SessionCompacted,
           "Older messages left the model's context for a summary; history and recall keep them."),
+    _note("plan/updated", PlanUpdated,
+          "The model's plan changed: show it as a checklist (the whole list each time)."),
     _note("session/modeChanged", SessionModeChanged,
           "A session's approval mode changed (set by a client, or a plan was approved)."),
     _note("preview/open", PreviewOpen,

@@ -269,6 +269,11 @@ class Printer:
             if params.get("error"):
                 err = params["error"]
                 print(f"turn failed ({err['kind']}): {err['message']}", file=sys.stderr)
+        elif method == "plan/updated":
+            marks = {"done": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+            lines = [f"  {marks.get(s['status'], '[ ]')} {s['step']}" for s in params["steps"]]
+            why = f" ({params['explanation']})" if params.get("explanation") else ""
+            self._line("plan" + why + ":\n" + "\n".join(lines), nested)
         elif method == "session/notice":
             title = (params.get("data") or {}).get("title")
             head = f"{params['kind']}: {title}" if title else params["kind"]

@@ -143,6 +143,14 @@ class Session:
                                  for q in self.queued if not q.notice]
         return m.to_items([m.decode(b) for b in bodies], notices) + waiting
 
+    def plan(self) -> list[p.PlanStep]:
+        """The model's last plan (``update_plan``), as the session keeps it."""
+        kept = self.env.persisted.get("plan")
+        try:
+            return msgspec.convert(kept or [], list[p.PlanStep])
+        except msgspec.ValidationError:
+            return []
+
     def info(self) -> p.SessionInfo:
         return wire.session_info(self.row, self.title, self.updated_at,
                                  "running" if self.running else "idle", self.policy.mode)

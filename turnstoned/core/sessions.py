@@ -131,6 +131,7 @@ class Sessions:
         env.notice = lambda kind, text, data: self.notice(session, kind, text, data)
         env.announce = lambda kind, text, data: self.sink.notify(
             p.SessionNotice(session_id=session.id, kind=kind, text=text, data=dict(data)))
+        env.emit = self.sink.notify
         self.live[row.id] = session
         return session
 

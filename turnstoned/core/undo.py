@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 READ_ONLY_TOOLS = frozenset({
     "read_file", "search", "diff_file", "open_preview", "web_fetch", "web_search", "memory",
     "recall", "notify", "skill", "use_prompt", "read_resource", "tasks", "watch",
-    "propose_plan", "bash_output", "list_workstreams", "inspect_workstream",
+    "propose_plan", "update_plan", "bash_output", "list_workstreams", "inspect_workstream",
     "wait_for_workstream", "editor_diagnostics", "editor_open_files", "editor_symbol",
 })
 _FILE_TOOLS = frozenset({"write_file", "edit_file"})

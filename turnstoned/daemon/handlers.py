@@ -109,7 +109,8 @@ async def session_resume(get_engine: GetEngine, params: p.SessionRef) -> p.Sessi
     session = engine.resume(params.session_id)
     result = p.SessionResumeResult(session_id=session.id, session=session.info(),
                                    items=session.items(),
-                                   instructions=engine.instruction_files(session))
+                                   instructions=engine.instruction_files(session),
+                                   plan=session.plan())
     subscribe(session.id)  # the live stream from here on, an open approval question included
     return result
 

@@ -265,6 +265,8 @@ class SessionEnv:
     notice: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
     # The same for the editor only (e.g. a notification for the user): announce(kind, text, data).
     announce: Callable[[str, str, dict[str, Any]], None] = lambda kind, text, data: None
+    # Send the editor a protocol notification (e.g. plan/updated).
+    emit: Callable[[Event], None] = lambda event: None
     # Session state that survives a daemon restart (JSON values), e.g. the active
     # skill or tools expanded by tool search. Write it only through ``persist``.
     persisted: dict[str, Any] = field(default_factory=dict)

@@ -606,6 +606,21 @@ export interface OpenFile {
   active?: boolean;
 }
 
+export interface PlanStep {
+  step: string;
+  status?: "done" | "in_progress" | "pending";
+}
+
+/**
+ * The model's plan for the work under way (``update_plan``): the whole list each time.
+ */
+export interface PlanUpdated {
+  sessionId: string;
+  turnId?: string | null;
+  steps: PlanStep[];
+  explanation?: string | null;
+}
+
 /**
  * A workspace's policies file: its content hash and the user's decision about it.
  */
@@ -862,6 +877,7 @@ export interface SessionResumeResult {
   session: SessionInfo;
   items: (UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem)[];
   instructions?: InstructionFile[];
+  plan?: PlanStep[];
 }
 
 export interface SessionSetModeParams {
@@ -1209,6 +1225,7 @@ export type MemoryType = "feedback" | "general" | "reference" | "user";
 export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
 export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
+export type PlanStatus = "done" | "in_progress" | "pending";
 export type SymbolAction = "definition" | "references";
 
 /** Every method name of the protocol. */
@@ -1263,6 +1280,7 @@ export const Method = {
   sessionNotice: "session/notice",
   sessionUsage: "session/usage",
   sessionCompacted: "session/compacted",
+  planUpdated: "plan/updated",
   sessionModeChanged: "session/modeChanged",
   previewOpen: "preview/open",
   mcpServerStatusChanged: "mcpServer/statusChanged",
@@ -1331,6 +1349,7 @@ export interface DaemonNotifications {
   "session/notice": SessionNotice;
   "session/usage": SessionUsage;
   "session/compacted": SessionCompacted;
+  "plan/updated": PlanUpdated;
   "session/modeChanged": SessionModeChanged;
   "preview/open": PreviewOpen;
   "mcpServer/statusChanged": McpServerStatusChanged;

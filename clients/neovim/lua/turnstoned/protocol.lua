@@ -406,6 +406,16 @@
 ---@field modified? boolean
 ---@field active? boolean
 
+---@class turnstoned.PlanStep
+---@field step string
+---@field status? 'done'|'in_progress'|'pending'
+
+---@class turnstoned.PlanUpdated The model's plan for the work under way (``update_plan``): the whole list each time.
+---@field sessionId string
+---@field turnId? string|nil
+---@field steps turnstoned.PlanStep[]
+---@field explanation? string|nil
+
 ---@class turnstoned.PolicyFileInfo A workspace's policies file: its content hash and the user's decision about it.
 ---@field path string
 ---@field hash string
@@ -577,6 +587,7 @@
 ---@field session turnstoned.SessionInfo
 ---@field items (turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem)[]
 ---@field instructions? turnstoned.InstructionFile[]
+---@field plan? turnstoned.PlanStep[]
 
 ---@class turnstoned.SessionSetModeParams
 ---@field sessionId string
@@ -840,6 +851,7 @@
 ---@alias turnstoned.SkillRisk 'critical'|'high'|'low'|'medium'
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
 ---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
+---@alias turnstoned.PlanStatus 'done'|'in_progress'|'pending'
 ---@alias turnstoned.SymbolAction 'definition'|'references'
 
 local M = {}
@@ -899,6 +911,7 @@ M.methods = {
   session_notice = "session/notice",
   session_usage = "session/usage",
   session_compacted = "session/compacted",
+  plan_updated = "plan/updated",
   session_mode_changed = "session/modeChanged",
   preview_open = "preview/open",
   mcp_server_status_changed = "mcpServer/statusChanged",
@@ -966,6 +979,7 @@ M.directions = {
   ["session/notice"] = { direction = "daemon->client", kind = "notification" },
   ["session/usage"] = { direction = "daemon->client", kind = "notification" },
   ["session/compacted"] = { direction = "daemon->client", kind = "notification" },
+  ["plan/updated"] = { direction = "daemon->client", kind = "notification" },
   ["session/modeChanged"] = { direction = "daemon->client", kind = "notification" },
   ["preview/open"] = { direction = "daemon->client", kind = "notification" },
   ["mcpServer/statusChanged"] = { direction = "daemon->client", kind = "notification" },
