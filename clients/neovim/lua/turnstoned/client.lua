@@ -198,7 +198,10 @@ function M.start(cb)
     clientInfo = { name = 'Neovim', version = tostring(vim.version()) },
     rootUri = vim.NIL,
     capabilities = vim.empty_dict(),
-    initializationOptions = { turnstoned = { editor = require('turnstoned.editor').services() } },
+    -- The editor/* requests the plugin answers (turnstoned.editor serves them).
+    initializationOptions = {
+      turnstoned = { editor = { diagnostics = true, openFiles = true, symbols = true, buffers = true } },
+    },
   }, function(err, result)
     if gen ~= generation then
       return

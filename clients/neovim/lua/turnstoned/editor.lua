@@ -331,12 +331,6 @@ end
 
 -- ---------------------------------------------------------------- the daemon's requests
 
---- What the plugin serves the daemon (`initializationOptions.turnstoned.editor`).
----@return turnstoned.EditorCapabilities
-function M.services()
-  return { diagnostics = true, openFiles = true, symbols = true, buffers = true }
-end
-
 local served = {} ---@type table<string, integer> changedtick of each unsaved buffer served, by path
 
 --- The changedtick a buffer had when its unsaved text was last given to the daemon.
