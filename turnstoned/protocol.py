@@ -35,7 +35,8 @@ PROTOCOL_VERSION = 1
 # initialize (``initializationOptions.turnstoned.editor``) and the editor/* requests that
 # ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
 # turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
-# and ``mention`` input items, session/commands, the update_plan tool and plan/updated.
+# and ``mention`` and ``image`` input items (``images`` on userMessage items),
+# session/commands, the update_plan tool and plan/updated.
 PROTOCOL_REVISION = "1.13"
 
 
@@ -150,7 +151,22 @@ class MentionInput(Wire, kw_only=True, tag="mention", tag_field="type"):
     end_line: int | None = None
 
 
-InputItem = TextInput | MentionInput
+class ImageInput(Wire, kw_only=True, tag="image", tag_field="type"):
+    """A picture for a model that takes images: its bytes (base64 ``data`` with its
+    ``mimeType``) or a ``path`` (absolute, or relative to the session's cwd). At most
+    4 MB; a model without vision refuses it (``invalidParams``)."""
+
+    data: str | None = None
+    mime_type: str | None = None
+    path: str | None = None
+
+
+InputItem = TextInput | MentionInput | ImageInput
+
+
+class ImageData(Wire, kw_only=True):
+    mime_type: str
+    data: str  # base64
 
 
 class Usage(Wire, kw_only=True):
@@ -195,6 +211,7 @@ class Verdict(Wire, kw_only=True):
 class UserMessageItem(Wire, kw_only=True, tag="userMessage", tag_field="type"):
     id: str
     text: str
+    images: list[ImageData] = []  # pictures sent with it
     # The turn this message started (session/resume; null: queued, or from before 1.12).
     turn_id: str | None = None
     # Accepted while a turn ran and not read by the model yet: it leads the next turn's message.

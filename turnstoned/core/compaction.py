@@ -78,8 +78,25 @@ def outgoing(session: Session, model_name: str, history: list[m.Message]) -> lis
     return [{"role": "system", "content": session.system_prompt(model_name)}, *m.to_openai(history)]
 
 
+IMAGE_CHARS = 4_000  # what a picture costs a prompt, about (its data URL is not its size)
+
+
 def prompt_chars(messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> int:
-    return len(json.dumps(messages, ensure_ascii=False)) + (len(json.dumps(schemas)) if schemas else 0)
+    """The prompt's size in characters, a picture counted as ``IMAGE_CHARS``."""
+    pictures = 0
+    counted = messages
+    if any(isinstance(msg.get("content"), list) for msg in messages):
+        counted = []
+        for msg in messages:
+            content = msg.get("content")
+            if isinstance(content, list):
+                kept = [x for x in content if not (isinstance(x, dict)
+                                                   and x.get("type") == "image_url")]
+                pictures += len(content) - len(kept)
+                msg = {**msg, "content": kept}
+            counted.append(msg)
+    return (len(json.dumps(counted, ensure_ascii=False)) + pictures * IMAGE_CHARS
+            + (len(json.dumps(schemas)) if schemas else 0))
 
 
 def message_chars(msg: m.Message) -> int:

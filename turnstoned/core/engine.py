@@ -174,13 +174,14 @@ class Engine:
 
     def start_turn(self, session_id: str, texts: list[str],
                    shown: p.EditorState | None = None,
-                   mentions: Sequence[p.MentionInput] = ()) -> tuple[str, bool]:
+                   mentions: Sequence[p.MentionInput] = (),
+                   images: Sequence[p.ImageInput] = ()) -> tuple[str, bool]:
         if shown is not None or mentions:
             root = Path(self.get(session_id).env.cwd)
             for path in [*([shown.active_file] if shown and shown.active_file else []),
                          *(m.path for m in mentions)]:
                 self.finder.used(root, path)
-        return self.sessions.start_turn(session_id, texts, shown, mentions)
+        return self.sessions.start_turn(session_id, texts, shown, mentions, images)
 
     def session_commands(self, session_id: str) -> p.SessionCommandsResult:
         return p.SessionCommandsResult(commands=commands.listed(self.get(session_id).env))

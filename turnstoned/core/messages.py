@@ -111,6 +111,8 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
             content = m.content if m.content is not None else ""
             if m.context and isinstance(content, str):
                 content = f"{m.context}\n\n{content}"
+            elif m.context and isinstance(content, list):
+                content = [{"type": "text", "text": m.context}, *content]
             before = out[-1] if out else None
             if (before is not None and (before is summary or m.notice == SUMMARY_NOTICE)
                     and before["role"] == "user" and isinstance(before["content"], str)
@@ -121,6 +123,17 @@ def to_openai(history: list[Message]) -> list[dict[str, Any]]:
             if m.notice == SUMMARY_NOTICE:
                 summary = out[-1]
     return out
+
+
+def _images(content: Any) -> list[p.ImageData]:
+    """The pictures of a message's content parts (data URLs)."""
+    found = []
+    for part in content if isinstance(content, list) else ():
+        url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
+        head, _, data = url.partition(";base64,")
+        if head.startswith("data:") and data:
+            found.append(p.ImageData(mime_type=head[5:], data=data))
+    return found
 
 
 def _tool_item(call: ToolCall, result: Message | None) -> p.ToolCallItem:
@@ -152,7 +165,8 @@ def to_items(history: list[Message],
             if m.notice:
                 items.append(p.NoticeItem(id=m.id, kind=m.notice, text=m.text()))
             else:
-                items.append(p.UserMessageItem(id=m.id, text=m.text(), turn_id=m.turn_id))
+                items.append(p.UserMessageItem(id=m.id, text=m.text(), turn_id=m.turn_id,
+                                               images=_images(m.content)))
         elif m.role == "assistant":
             if m.reasoning:
                 items.append(p.ReasoningItem(id=f"{m.id}_r", text=m.reasoning))

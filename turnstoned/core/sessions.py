@@ -17,12 +17,12 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from turnstoned import protocol as p
 from turnstoned import sandbox
 from turnstoned.config import Config, ModelSettings, resolve_model
-from turnstoned.core import commands, editor, finder, wire
+from turnstoned.core import commands, editor, finder, pictures, wire
 from turnstoned.core import messages as m
 from turnstoned.core.approval import ApprovalPolicy, grants
 from turnstoned.core.errors import EngineError
@@ -243,15 +243,20 @@ class Sessions:
 
     def start_turn(self, session_id: str, texts: list[str],
                    shown: p.EditorState | None = None,
-                   mentions: Sequence[p.MentionInput] = ()) -> tuple[str, bool]:
+                   mentions: Sequence[p.MentionInput] = (),
+                   images: Sequence[p.ImageInput] = ()) -> tuple[str, bool]:
         """A turn for ``texts`` (or, when one runs, input queued for it); ``shown``: what the
-        editor showed as the user sent it; ``mentions``: files the prompt names with @ (a
-        queued input goes without either)."""
+        editor showed as the user sent it; ``mentions``: files the prompt names with @;
+        ``images``: pictures for a vision model (a queued input goes without these)."""
         session = self.get(session_id)
         text = "\n\n".join(t for t in texts if t)
         if not text.strip():
             raise EngineError(ErrorCode.INVALID_PARAMS, "input: at least one non-empty text item")
+        parts = self._pictures(session, images) if images else []
         if session.turn is not None:
+            if parts:
+                raise EngineError(ErrorCode.INVALID_PARAMS, "a picture goes with a new prompt: "
+                                  "wait for the running turn to end (or interrupt it)")
             session.queue_input(text)
             return session.turn.id, True
         session.wakes = 0
@@ -260,10 +265,24 @@ class Sessions:
         # chat templates refuse two in a row).
         earlier = session.take_queued()
         content = "\n\n".join([*(q.text() for q in earlier), text])
-        message = m.Message(role="user", content=content, id=m.new_id("user"),
+        message = m.Message(role="user", id=m.new_id("user"),
+                            content=[{"type": "text", "text": content}, *parts] if parts
+                            else content,
                             context=self._context(session, text, shown, mentions),
                             prompt=text if earlier else None)
         return self._launch(session, message, earlier), False
+
+    def _pictures(self, session: Session, images: Sequence[p.ImageInput]) -> list[dict[str, Any]]:
+        """The images as content parts, or an error the client shows (no vision, too big)."""
+        try:
+            model = self.model(session.id)
+        except ModelError as exc:
+            raise EngineError(ErrorCode.CONFIG_ERROR, exc.message) from exc
+        if not model.supports_vision:
+            raise EngineError(ErrorCode.INVALID_PARAMS, (
+                f"the model {model.name} does not take pictures; if it does, set "
+                "[model] supports_vision = true"))
+        return [pictures.part(image, session.env.cwd) for image in images]
 
     def _context(self, session: Session, text: str, shown: p.EditorState | None,
                  mentions: Sequence[p.MentionInput]) -> str | None:

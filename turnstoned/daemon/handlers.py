@@ -143,7 +143,9 @@ async def session_compact(get_engine: GetEngine, params: p.SessionRef) -> p.Sess
 async def turn_start(get_engine: GetEngine, params: p.TurnStartParams) -> p.TurnStartResult:
     texts = [i.text for i in params.input if isinstance(i, p.TextInput)]
     mentions = [i for i in params.input if isinstance(i, p.MentionInput)]
-    turn_id, queued = get_engine().start_turn(params.session_id, texts, params.editor, mentions)
+    images = [i for i in params.input if isinstance(i, p.ImageInput)]
+    turn_id, queued = get_engine().start_turn(params.session_id, texts, params.editor, mentions,
+                                              images)
     subscribe(params.session_id)  # whoever drives a turn sees it
     return p.TurnStartResult(turn_id=turn_id, queued=queued)
 

@@ -348,6 +348,23 @@ export interface GrantRevokeResult {
   revoked: boolean;
 }
 
+export interface ImageData {
+  mimeType: string;
+  data: string;
+}
+
+/**
+ * A picture for a model that takes images: its bytes (base64 ``data`` with its
+ * ``mimeType``) or a ``path`` (absolute, or relative to the session's cwd). At most
+ * 4 MB; a model without vision refuses it (``invalidParams``).
+ */
+export interface ImageInput {
+  type: "image";
+  data?: string | null;
+  mimeType?: string | null;
+  path?: string | null;
+}
+
 export interface InitializationOptions {
   turnstoned?: ClientOptions | null;
 }
@@ -1062,7 +1079,7 @@ export interface TurnRef {
 
 export interface TurnStartParams {
   sessionId: string;
-  input: (TextInput | MentionInput)[];
+  input: (TextInput | MentionInput | ImageInput)[];
   editor?: EditorState | null;
 }
 
@@ -1127,6 +1144,7 @@ export interface UserMessageItem {
   type: "userMessage";
   id: string;
   text: string;
+  images?: ImageData[];
   turnId?: string | null;
   queued?: boolean;
 }
@@ -1215,7 +1233,7 @@ export type VerdictTier = "heuristic" | "llm" | "llm_fallback";
 export type PolicyAction = "allow" | "ask" | "deny";
 export type CompactionTrigger = "auto" | "manual" | "overflow";
 export type CompactionMode = "dropped" | "summary";
-export type InputItem = TextInput | MentionInput;
+export type InputItem = TextInput | MentionInput | ImageInput;
 export type Item = UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem;
 export type CommandKind = "builtin" | "prompt" | "skill";
 export type Resolution = "checkpoint" | "mine";

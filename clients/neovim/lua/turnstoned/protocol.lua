@@ -236,6 +236,16 @@
 ---@class turnstoned.GrantRevokeResult
 ---@field revoked boolean
 
+---@class turnstoned.ImageData
+---@field mimeType string
+---@field data string
+
+---@class turnstoned.ImageInput A picture for a model that takes images: its bytes (base64 ``data`` with its ``mimeType``) or a ``path`` (absolute, or relative to the session's cwd). At most 4 MB; a model without vision refuses it (``invalidParams``).
+---@field type 'image'
+---@field data? string|nil
+---@field mimeType? string|nil
+---@field path? string|nil
+
 ---@class turnstoned.InitializationOptions
 ---@field turnstoned? turnstoned.ClientOptions|nil
 
@@ -731,7 +741,7 @@
 
 ---@class turnstoned.TurnStartParams
 ---@field sessionId string
----@field input (turnstoned.TextInput|turnstoned.MentionInput)[]
+---@field input (turnstoned.TextInput|turnstoned.MentionInput|turnstoned.ImageInput)[]
 ---@field editor? turnstoned.EditorState|nil
 
 ---@class turnstoned.TurnStartResult
@@ -778,6 +788,7 @@
 ---@field type 'userMessage'
 ---@field id string
 ---@field text string
+---@field images? turnstoned.ImageData[]
 ---@field turnId? string|nil
 ---@field queued? boolean
 
@@ -841,7 +852,7 @@
 ---@alias turnstoned.PolicyAction 'allow'|'ask'|'deny'
 ---@alias turnstoned.CompactionTrigger 'auto'|'manual'|'overflow'
 ---@alias turnstoned.CompactionMode 'dropped'|'summary'
----@alias turnstoned.InputItem turnstoned.TextInput|turnstoned.MentionInput
+---@alias turnstoned.InputItem turnstoned.TextInput|turnstoned.MentionInput|turnstoned.ImageInput
 ---@alias turnstoned.Item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@alias turnstoned.CommandKind 'builtin'|'prompt'|'skill'
 ---@alias turnstoned.Resolution 'checkpoint'|'mine'
