@@ -2,7 +2,8 @@
 # The extension in a real VS Code: code-server 4.100.3 (installed offline into a cache dir), the
 # .vsix installed into it, the repository's daemon and scripted model, driven by headless
 # Chromium through an edit reviewed (and added to) in the diff editor, the turn's changes, an
-# interrupted command, a window reload, compaction, a preview panel and the approval mode. Screenshots of each step go to test/artifacts/e2e/.
+# interrupted command, a window reload, compaction, a preview panel, the approval mode, and an
+# edit the model makes to unsaved text (the editor state sent, the document reloaded). Screenshots of each step go to test/artifacts/e2e/.
 #   TURNSTONED_E2E_CACHE  where code-server is installed (default ~/.cache/turnstoned-e2e)
 #   CHROMIUM              the browser (default: chromium on PATH)
 set -euo pipefail
@@ -62,10 +63,14 @@ cat > "$work/script.json" <<'JSON'
   {"toolCalls": [["b1", "bash", "{\"command\": \"echo build started; for i in $(seq 1 120); do echo step $i; sleep 1; done\"}"]]},
   {"text": "You're welcome. The session remembers the edit and the interrupted build."},
   {"toolCalls": [["p1", "open_preview", "{\"target\": \"NOTES.md\", \"title\": \"Release notes\"}"]]},
-  {"text": "The release notes are open beside the chat."}
-], "summary": "The user had the greeting in app.py changed to hello (approved after review) and interrupted a slow build.",
+  {"text": "The release notes are open beside the chat."},
+  {"toolCalls": [["r2", "read_file", "{\"path\": \"app.py\"}"]]},
+  {"toolCalls": [["e2", "edit_file", "{\"path\": \"app.py\", \"old_string\": \"unsaved = 1\", \"new_string\": \"unsaved = 2\"}"]]},
+  {"text": "Set it to 2, in the text you had not saved yet."}
+], "messageLog": "MESSAGE_LOG", "summary": "The user had the greeting in app.py changed to hello (approved after review) and interrupted a slow build.",
  "default": "You're welcome."}
 JSON
+sed -i "s|MESSAGE_LOG|$work/messages.jsonl|" "$work/script.json"
 mkfifo "$work/model.in"
 "$python" -I "$here/support/scripted_model.py" "$work/script.json" < "$work/model.in" > "$work/model.url" &
 pids+=($!)
@@ -94,6 +99,8 @@ cat > "$work/user/Machine/settings.json" <<JSON
   "turnstoned.trace.server": "messages"
 }
 JSON
+# A web workbench saves after a second by default; desktop VS Code, like this, does not (step 10
+# types text the model must find unsaved).
 cat > "$work/user/User/settings.json" <<JSON
 {
   "workbench.startupEditor": "none",
@@ -103,7 +110,8 @@ cat > "$work/user/User/settings.json" <<JSON
   "extensions.autoCheckUpdates": false,
   "update.mode": "none",
   "chat.commandCenter.enabled": false,
-  "workbench.secondarySideBar.defaultVisibility": "hidden"
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+  "files.autoSave": "off"
 }
 JSON
 
@@ -118,7 +126,7 @@ pids+=($!)
 for _ in $(seq 1 300); do grep -q "HTTP server listening" "$work/code-server.log" && break; sleep 0.1; done
 grep -q "HTTP server listening" "$work/code-server.log" || { cat "$work/code-server.log" >&2; exit 1; }
 
-if ! node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "$work/project" "$here/artifacts/e2e"; then
+if ! node "$here/e2e/drive.mjs" "http://127.0.0.1:$port/?folder=$work/project" "$work/project" "$here/artifacts/e2e" "$work/messages.jsonl"; then
     # The extension's output channels (the daemon's log and the protocol trace) and the server's.
     find "$work/user" -name '*turnstoned*.log' -print0 | while IFS= read -r -d '' log; do
         echo "== $log" >&2; tail -n 120 "$log" >&2

@@ -2,13 +2,14 @@
 // open the chat, ask for an edit, review it in the diff editor and add a line to the proposal,
 // approve, see the file change and the turn's changes, interrupt a long command, reload the
 // window and find the session again, compact the conversation, look at a preview the model
-// opened, and change the chat's approval mode from the status bar.
-// Usage: node drive.mjs WORKBENCH_URL PROJECT_DIR ARTIFACT_DIR
+// opened, change the chat's approval mode from the status bar, and have the model edit text
+// not saved yet (the prompt carries the editor state; the document reloads with the edit).
+// Usage: node drive.mjs WORKBENCH_URL PROJECT_DIR ARTIFACT_DIR MESSAGE_LOG
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { chromium } from "playwright-core";
 
-const [url, project, artifacts] = process.argv.slice(2);
+const [url, project, artifacts, messageLog] = process.argv.slice(2);
 const TIMEOUT = 30_000;
 fs.mkdirSync(artifacts, { recursive: true });
 const shots = [];
@@ -124,14 +125,16 @@ try {
   await page.keyboard.press("Shift+ArrowDown");
   await page.keyboard.press("Shift+ArrowDown");
   await runCommand("turnstoned: Add Selection to Chat");
-  const chip = chat().locator("#attachments .chip");
+  const chip = chat().locator("#attachments .chip:not(.editor-chip)");
   await chip.waitFor();
+  // What of the editor goes with the next prompt, from VS Code's own active editor.
+  await chat().locator('#attachments .editor-chip:has-text("app.py: lines 1-2")').waitFor();
   if (!(await chip.innerText()).startsWith("app.py:1-2")) throw new Error(`chip: ${await chip.innerText()}`);
   await shot("e2e-06-add-selection", "Add Selection to Chat: lines 1-2 of app.py wait as a chip for the next prompt");
   await chip.locator("button").click();
   await runCommand("turnstoned: Add File to Chat");
-  await chat().locator('#attachments .chip:has-text("app.py")').waitFor();
-  await chat().locator("#attachments .chip button").click();
+  await chat().locator('#attachments .chip:not(.editor-chip):has-text("app.py")').waitFor();
+  await chat().locator("#attachments .chip:not(.editor-chip) button").click();
 
   // The turn's changes: app.py, its diff before the turn ↔ now in the diff editor.
   const changed = chat().locator('.entry.changes li.changed-file:has-text("app.py")');
@@ -211,6 +214,32 @@ try {
   // The chat's webview is the first of the two now open.
   const chatPage = page.frameLocator("iframe.webview.ready >> nth=0").frameLocator("iframe#active-frame");
   await until("the header's mode", async () => (await chatPage.locator("#mode").inputValue()) === "auto");
+
+  // 10. Text not saved yet: the prompt carries the editor state, the model's edit is made to the
+  // unsaved text, and the editor reloads from the disk (the text and the edit, nothing to save).
+  await page.keyboard.press("Control+P");
+  await page.locator(".quick-input-widget input").fill("app.py");
+  await page.locator(".quick-input-list .monaco-list-row").first().click();
+  const editor = page.locator('.editor-group-container.active .monaco-editor:not(.monaco-diff-editor *) .view-lines').first();
+  await editor.click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("unsaved = 1");
+  await page.locator('.tab.dirty:has-text("app.py")').first().waitFor();
+  await chatPage.locator('#attachments .editor-chip:has-text("app.py")').waitFor();
+  await chatPage.locator("#input").fill("Make the unsaved value 2");
+  await chatPage.locator("#input").press("Enter");
+  await until("the edit on disk", () => fs.readFileSync(file, "utf8").includes("unsaved = 2"));
+  if (!fs.readFileSync(file, "utf8").includes("# reviewed in the diff editor")) throw new Error(`app.py lost its text: ${fs.readFileSync(file, "utf8")}`);
+  await until("the document reloaded", async () => (await page.locator('.tab.dirty:has-text("app.py")').count()) === 0);
+  await page.locator('.view-lines:has-text("unsaved = 2")').first().waitFor();
+  await chatPage.locator('.entry.agent:has-text("not saved yet")').waitFor();
+  const sent = fs.readFileSync(messageLog, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const prompt = sent.at(-2).messages.filter((m) => m.role === "user").map((m) => JSON.stringify(m.content)).find((c) => c.includes("Make the unsaved value 2")) ?? "";
+  for (const part of ["[Editor state", "Active file: app.py (python)", "unsaved changes"]) {
+    if (!prompt.includes(part)) throw new Error(`the prompt lacks ${part}: ${prompt}`);
+  }
+  await shot("e2e-16-unsaved-edit", "the model edited text not saved yet (its prompt carried the editor state): the file holds both, the editor reloaded with nothing to save");
 } catch (err) {
   await page.screenshot({ path: path.join(artifacts, "e2e-failure.png") }).catch(() => undefined);
   console.error(`failed: ${err instanceof Error ? err.stack : String(err)} (see e2e-failure.png)`);
