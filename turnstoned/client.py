@@ -211,6 +211,12 @@ class Client:
     # ----------------------------------------------------------- typed helpers
 
     async def start_session(self, **fields: Any) -> str:
+        """A new session; a relative ``cwd`` or ``workspace`` is this process's, made
+        absolute (the daemon, perhaps a resident one, has a directory of its own)."""
+        for key in ("cwd", "workspace"):
+            value = fields.get(key)
+            if isinstance(value, str) and "://" not in value:
+                fields[key] = os.path.abspath(value)
         result = await self.request("session/start", p.SessionStartParams(**fields))
         return str(result["sessionId"])
 

@@ -12,6 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import stop_resident
 from tests.e2e.orphans import Outcome, Scene, socket_peer_pid
 from tests.e2e.rawrpc import DEFER, RawClient, RawDaemon, RawSocket
@@ -80,6 +82,7 @@ def test_attach_starts_a_private_resident_daemon(env: dict[str, str],
     assert stat.S_ISSOCK(sock.lstat().st_mode)
     assert a.close() == 0
     assert not exited(pid, 0.2)  # the daemon outlives its client
+    assert not any("closed the connection" in line for line in a.stderr_lines)  # a normal end
     b = attach(env)
     b.initialize()
     assert b.result("daemon/health")["clients"] == 1  # a has gone
@@ -387,14 +390,20 @@ def test_the_model_connection_is_open_before_the_first_turn(env: dict[str, str],
 
 
 async def test_the_python_client_attaches_to_the_resident_daemon(
-        model: ScriptedModel, tmp_path: Path, isolated_home: Path) -> None:
+        model: ScriptedModel, tmp_path: Path, isolated_home: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from turnstoned.client import Client
 
     model.push(text("from the resident daemon"))
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path)
     async with await Client.attach() as c:
         assert (await c.request("daemon/health"))["resident"] is True
-        sid = await c.start_session(cwd=str(tmp_path))
+        sid = await c.start_session(cwd="here")  # relative: this process's, as the doc says
         done = await c.run_turn(sid, "hi", timeout=30)
         assert done["status"] == "completed"
+        listed = await c.request("session/list")
+        assert next(s for s in listed["sessions"] if s["sessionId"] == sid)["cwd"] == str(
+            tmp_path / "here")
     pid = daemon_pid(isolated_home)
     assert not exited(pid, 0.2)  # closing the client leaves the daemon running

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import select
 import socket
 import sys
@@ -26,6 +27,7 @@ import sys
 from turnstoned.daemon import rundir
 
 CHUNK = 1 << 16
+_EXIT = re.compile(rb'"method"\s*:\s*"exit"')  # LSP's exit notification
 REPLAY_LIMIT = 1 << 20  # bytes kept to resend until the daemon's first byte arrives
 RETRIES = 3
 
@@ -48,6 +50,8 @@ class Bridge:
         self.poller.register(0, select.POLLIN)
         self.poller.register(sock, select.POLLIN)
         self.stdin_open = True
+        self.said_exit = False  # the editor sent LSP's exit: a close is the normal end
+        self._tail = b""  # the end of what the editor sent, for a method split across reads
 
     def run(self) -> int:
         while True:
@@ -67,6 +71,9 @@ class Bridge:
             except OSError:
                 pass
             return False
+        seen = self._tail + data
+        self.said_exit = self.said_exit or _EXIT.search(seen) is not None
+        self._tail = seen[-64:]
         if self.replay is not None:
             self.replay += data
             if len(self.replay) > REPLAY_LIMIT:
@@ -89,7 +96,7 @@ class Bridge:
             _write_all(1, data)
             return True
         if self.replay is None or self.retries >= RETRIES:
-            if self.stdin_open:
+            if self.stdin_open and not self.said_exit:
                 sys.stderr.write("turnstoned attach: the daemon closed the connection\n")
             return False
         self.retries += 1
