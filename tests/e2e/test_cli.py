@@ -137,3 +137,23 @@ def test_undo_without_a_session_or_with_nothing_to_undo_says_so(
     none = chat(["--session", _session(talk), "/undo"], model, isolated_home)
     assert none.returncode == 2 and "nothing to undo" in none.stderr
     assert "Traceback" not in none.stderr
+
+
+def test_typed_in_a_terminal_it_says_what_it_is_and_help_names_the_environment(
+        isolated_home: Path) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        out = subprocess.run([sys.executable, "-m", "turnstoned"], stdin=follower,
+                             capture_output=True, text=True, timeout=30, check=False)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("turnstoned is the agent daemon an editor starts")
+    assert 'turnstoned chat "' in out.stderr
+    helped = subprocess.run([sys.executable, "-m", "turnstoned", "--help"], capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert "TURNSTONED_MODEL" in helped.stdout and "OPENAI_BASE_URL" in helped.stdout
+    assert "config.toml" in helped.stdout

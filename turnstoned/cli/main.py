@@ -26,11 +26,27 @@ its arguments to `["attach"]`.
 """
 
 
+TERMINAL_HINT = """turnstoned is the agent daemon an editor starts: it speaks JSON-RPC on stdin and
+stdout. From a terminal, try:
+  turnstoned chat "what does this project do?"   one turn, printed here
+  turnstoned doctor                              check the setup
+  turnstoned --help                              every command
+(`turnstoned stdio` serves on a terminal's stdin anyway.)
+"""
+
+ENVIRONMENT = """The model: [model] in the config file ($TURNSTONED_CONFIG, else
+~/.config/turnstone/config.toml), or TURNSTONED_MODEL with OPENAI_BASE_URL and
+OPENAI_API_KEY in the environment. TURNSTONED_HOME puts config, data and the
+resident daemon's socket under one folder. See docs/local-models.md for local
+servers (llama.cpp, Ollama, vLLM, LM Studio)."""
+
+
 def _parser() -> argparse.ArgumentParser:
     import argparse
 
     parser = argparse.ArgumentParser(prog="turnstoned", description=(
-        "Agent daemon for code editors. With no command it serves protocol v1 on stdio."))
+        "Agent daemon for code editors. With no command it serves protocol v1 on stdio."),
+        epilog=ENVIRONMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"turnstoned {__version__}")
     _daemon_options(parser)
     sub = parser.add_subparsers(dest="command")
@@ -100,6 +116,9 @@ def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if not argv and sys.stdin.isatty():  # typed in a terminal: not what an editor starts
+        sys.stderr.write(TERMINAL_HINT)
+        return 2
     if not argv or argv == ["stdio"]:  # the editor's launch: skip argparse, start serving
         from turnstoned.daemon.server import serve_stdio
 
