@@ -145,3 +145,16 @@ async def test_a_plain_bash_grant_from_before_allows_only_reading(
     await run(engine, sink, sid, "go")
     assert [a["items"][0]["preview"] for a in sink.approvals] == ["touch x.txt", "rm -rf build"]
     assert (tmp_path / "build").is_dir()
+
+
+async def test_a_question_nobody_could_answer_is_not_told_as_the_users_no(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    async def editor_gone(params: p.ApprovalRequestParams) -> p.ApprovalResponse:
+        raise ConnectionResetError("the editor went away")
+    model.push(tool_calls([bash("b1", "touch made.txt")]), text("ok"))
+    sink.answers.append(editor_gone)
+    await run(engine, sink, start(engine, tmp_path), "make it")
+    told = tool_messages(model.requests[1])[0]["content"]
+    assert told.startswith("Not run: The editor could not be asked for approval")
+    assert "the user did not see this call" in told and "Denied by user" not in told
+    assert not (tmp_path / "made.txt").exists()

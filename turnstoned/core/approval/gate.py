@@ -226,7 +226,10 @@ async def cycle(gate: Gate, asked: list[PreparedCall], notes: dict[str, str],
 
 def _deny_all(verdict: Verdict, asked: list[PreparedCall], reason: str,
               decision: p.ResolvedDecision, cycle_id: str) -> Verdict:
-    text = denial_text(reason)
+    """Nobody answered (a timeout, an editor that could not be asked): the calls do not
+    run, and the model reads that the user did not see them, not that the user said no."""
+    text = (f"Not run: {reason}; the user did not see this call. Say in your answer what "
+            "you wanted to do, so they can approve it.")
     verdict.decision, verdict.cycle_id = decision, cycle_id
     verdict.denied.update((c.call_id, text) for c in asked)
     return verdict
