@@ -157,3 +157,22 @@ def test_typed_in_a_terminal_it_says_what_it_is_and_help_names_the_environment(
                             text=True, timeout=30, check=False)
     assert "TURNSTONED_MODEL" in helped.stdout and "OPENAI_BASE_URL" in helped.stdout
     assert "config.toml" in helped.stdout
+
+
+def test_the_terminal_asks_again_and_end_of_input_is_no_answer(
+        model: ScriptedModel, isolated_home: Path, tmp_path: Path) -> None:
+    model.push(tool_calls([("b1", "bash", '{"command": "touch made.txt"}')]), text("done"))
+    out = chat(["--cwd", str(tmp_path), "make it"], model, isolated_home, stdin="maybe\ny\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("Allow bash?") == 2 and "answer y (run it)" in out.stderr
+    assert out.stderr.count("touch made.txt") == 1  # the command is printed once
+    assert (tmp_path / "made.txt").exists()
+
+    model.push(tool_calls([("b2", "bash", '{"command": "touch other.txt"}')]), text("ok"))
+    silent = chat(["--cwd", str(tmp_path), "another"], model, isolated_home, stdin="")
+    assert silent.returncode == 0, silent.stderr
+    assert "(no answer: the call does not run)" in silent.stderr
+    told = next(m for m in model.requests[-1]["messages"] if m["role"] == "tool"
+                and m["tool_call_id"] == "b2")["content"]
+    assert told.startswith("Not run:") and "Denied by user" not in told
+    assert not (tmp_path / "other.txt").exists() and "Traceback" not in silent.stderr

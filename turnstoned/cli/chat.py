@@ -88,6 +88,9 @@ class Wire:
         except LookupError:
             self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
                 "code": -32601, "message": f"unknown method {msg['method']}"}})
+        except NoAnswer as exc:
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                "code": -32603, "message": str(exc)}})
         return None
 
     def request(self, method: str, params: Any = None,
@@ -165,13 +168,27 @@ _SANDBOX = {"sandboxed": "in the sandbox", "unsandboxed": "outside the sandbox",
             "escalated": "outside the sandbox, as the model asked"}
 
 
+class NoAnswer(Exception):
+    """The terminal gave no answer (end of input): the daemon hears that nobody answered."""
+
+
+def _read_line() -> str | None:
+    """A line from the terminal; None at end of input."""
+    try:
+        line = sys.stdin.readline() if sys.stdin and not sys.stdin.closed else ""
+    except (OSError, ValueError):
+        line = ""
+    return line or None
+
+
 def ask_terminal(params: Message) -> Message:
-    """An approval request, asked on the terminal: y, n or a(lways), then a message."""
+    """An approval request, asked on the terminal: y, n or a(lways), then a message; an
+    answer it does not understand asks again, end of input is no answer."""
     items = params.get("items") or []
     gated = [i for i in items if i.get("needsApproval")]
-    for item in items:
-        print(f"\n{item['header']}", file=sys.stderr)
-        if item.get("preview") and item["preview"] != item["header"]:
+    for item in items:  # each call's header was printed when it started: not again
+        preview = (item.get("preview") or "").strip()
+        if preview and preview not in item["header"]:  # a diff, a long command
             print(item["preview"], file=sys.stderr)
         for rated in (item.get("verdict"), item.get("judgeVerdict")):
             if rated:
@@ -186,17 +203,21 @@ def ask_terminal(params: Message) -> Message:
             print(f"  always saves: {saves}", file=sys.stderr)
     labels = sorted({i["approvalLabel"] for i in gated})
     what = labels[0] if len(gated) == 1 else f"{len(gated)} tools ({', '.join(labels)})"
-    print(f"Allow {what}? [y/n/a(lways), optional message] ", end="", file=sys.stderr, flush=True)
-    try:
-        line = sys.stdin.readline() if sys.stdin and not sys.stdin.closed else ""
-    except (OSError, ValueError):
-        line = ""
-    sep = "," if "," in line else " "
-    word, _, feedback = line.strip().partition(sep)
-    word = word.strip().lower()
-    decision = ("always" if word in ("a", "always")
-                else "approve" if word in ("y", "yes") else "deny")
-    return {"decision": decision, "feedback": feedback.strip() or None}
+    while True:
+        print(f"Allow {what}? [y/n/a(lways), optional message] ", end="", file=sys.stderr,
+              flush=True)
+        line = _read_line()
+        if line is None:
+            print("\n(no answer: the call does not run)", file=sys.stderr)
+            raise NoAnswer("the terminal gave no answer (end of input)")
+        sep = "," if "," in line else " "
+        word, _, feedback = line.strip().partition(sep)
+        decision = {"a": "always", "always": "always", "y": "approve", "yes": "approve",
+                    "n": "deny", "no": "deny"}.get(word.strip().lower())
+        if decision is not None:
+            return {"decision": decision, "feedback": feedback.strip() or None}
+        print("  answer y (run it), n (do not; add why after a comma) or a (always)",
+              file=sys.stderr)
 
 
 def answer_trust(params: Message, trust: bool) -> Message:
