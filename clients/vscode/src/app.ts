@@ -92,6 +92,8 @@ export function startApp(host: Host): App {
     return client && sessionId ? { client, sessionId } : null;
   };
   const review = new ReviewController(host, broker, readProposal, perCall);
+  /** The editor chip, while the daemon takes the editor state (1.12): an older one is sent none. */
+  const chip = () => (features()?.editor ? editor.chip() : null);
   let listing: Promise<void> | null = null;
   const refreshSessions = (): Promise<void> => (listing ??= (async () => {
     const client = daemon.client;
@@ -119,9 +121,9 @@ export function startApp(host: Host): App {
     sessionTitle,
     modeChanged: () => showMode(),
     editorState: () => editor.state(),
-    editorChip: () => editor.chip(),
+    editorChip: () => chip(),
   });
-  editor.onChip((chip) => chat.showEditorChip(chip));
+  editor.onChip(() => chat.showEditorChip(chip()));
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
   const shown: Shown = { host, chat, previews, sessionTitle };
   host.registerDocuments(PROPOSAL_SCHEME, (uri) => review.provide(uri));
@@ -146,6 +148,7 @@ export function startApp(host: Host): App {
   daemon.onState((state) => {
     showStatus();
     showMode();
+    chat.showEditorChip(chip());
     if (state.state === "ready") void refreshSessions();
   });
   daemon.onEvent((event) => {

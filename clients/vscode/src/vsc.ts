@@ -305,13 +305,13 @@ async function revertDocument(doc: vscode.TextDocument): Promise<boolean> {
   const previous = vscode.window.activeTextEditor;
   const active = vscode.window.tabGroups.activeTabGroup;
   const isActive = previous?.document === doc && active.activeTab !== undefined && tabFile(active.activeTab)?.toString() === doc.uri.toString();
-  if (!isActive) {
-    const group = vscode.window.tabGroups.all.find((g) => g.tabs.some((t) => tabFile(t)?.toString() === doc.uri.toString())) ?? active;
-    await vscode.window.showTextDocument(doc, { viewColumn: group.viewColumn, preserveFocus: group === active, preview: false });
-  }
+  const group = vscode.window.tabGroups.all.find((g) => g.tabs.some((t) => tabFile(t)?.toString() === doc.uri.toString())) ?? active;
+  // In the active group the focus can stay where it is (the chat); another group must be activated.
+  const quiet = group === active;
+  if (!isActive) await vscode.window.showTextDocument(doc, { viewColumn: group.viewColumn, preserveFocus: quiet, preview: false });
   await vscode.commands.executeCommand("workbench.action.files.revert");
   if (!isActive && previous && previous.document !== doc && !previous.document.isClosed) {
-    await vscode.window.showTextDocument(previous.document, { viewColumn: previous.viewColumn, selection: previous.selection, preview: false });
+    await vscode.window.showTextDocument(previous.document, { viewColumn: previous.viewColumn, selection: previous.selection, preserveFocus: quiet, preview: false });
   }
   return !doc.isDirty;
 }
