@@ -36,7 +36,8 @@ PROTOCOL_VERSION = 1
 # ask it, and workspace/filesChanged; ``turnId`` on userMessage items, ``undoneBy`` on
 # turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
 # and ``mention`` and ``image`` input items (``images`` on userMessage items),
-# session/commands, the update_plan tool and plan/updated.
+# session/commands, the update_plan tool and plan/updated, session/delete and ``cwd`` on
+# session/list.
 PROTOCOL_REVISION = "1.13"
 
 
@@ -311,6 +312,12 @@ class SessionInfo(Wire, kw_only=True):
     # The coordinator session that spawned this one (its tools manage it); null otherwise.
     parent_session_id: str | None = None
     approval_mode: ApprovalMode = "auto"
+
+
+class SessionListParams(Wire, kw_only=True):
+    """``cwd``: only the sessions working in this folder (absolute) or below it."""
+
+    cwd: str | None = None
 
 
 class SessionListResult(Wire, kw_only=True):
@@ -1413,7 +1420,10 @@ METHODS: tuple[Method, ...] = (
     _lsp("exit", "client->daemon", "notification", None, None,
          "End the process (exit code 1 without a shutdown first)."),
     _req("session/start", SessionStartParams, SessionStartResult, "Open a new session."),
-    _req("session/list", None, SessionListResult, "Sessions known to the daemon, newest first."),
+    _req("session/list", SessionListParams, SessionListResult,
+         "Sessions known to the daemon, newest first (those under a folder, with cwd)."),
+    _req("session/delete", SessionRef, Empty,
+         "Forget a session: its turn stops, its history and checkpoints are deleted."),
     _req("session/resume", SessionRef, SessionResumeResult, "Reopen a session; its history as items."),
     _req("session/close", SessionRef, Empty, "Close a session: its turn and background shells end."),
     _req("session/unsubscribe", SessionRef, Empty,

@@ -41,6 +41,7 @@ from turnstoned.llm.types import ModelError
 from turnstoned.mcp.catalog import catalog_text
 from turnstoned.mcp.project import PROJECT_FILE
 from turnstoned.mcp.trust import TrustError
+from turnstoned.places import within
 from turnstoned.protocol import ErrorCode
 from turnstoned.scopes import ScopeError, ScopeRef, Scopes, sessionless_refs
 from turnstoned.store import SessionRow, Store
@@ -143,8 +144,21 @@ class Engine:
         """A turn is running in some session."""
         return any(s.running for s in self.sessions.live.values())
 
-    def list_sessions(self) -> list[p.SessionInfo]:
-        return [self.sessions.info(row) for row in self.store.list_sessions()]
+    def list_sessions(self, cwd: str | None = None) -> list[p.SessionInfo]:
+        """Every session, or those working in ``cwd`` or below it."""
+        rows = self.store.list_sessions()
+        if cwd is not None:
+            root = os.path.realpath(cwd)
+            rows = [r for r in rows if within(os.path.realpath(r.cwd), root)]
+        return [self.sessions.info(row) for row in rows]
+
+    async def delete_session(self, session_id: str) -> None:
+        """Stop the session if it is live, then forget it."""
+        if self.store.get_session(session_id) is None:
+            raise EngineError(ErrorCode.SESSION_NOT_FOUND, f"no session {session_id!r}")
+        if session_id in self.sessions.live:
+            await self.sessions.close(session_id)
+        self.store.delete_session(session_id)
 
     def set_mode(self, session_id: str, mode: p.ApprovalMode) -> p.SessionSetModeResult:
         return p.SessionSetModeResult(mode=mode, previous=self.sessions.set_mode(session_id, mode))

@@ -99,8 +99,16 @@ async def session_start(get_engine: GetEngine, params: p.SessionStartParams) -> 
 
 
 @handles("session/list")
-async def session_list(get_engine: GetEngine, params: None) -> p.SessionListResult:
-    return p.SessionListResult(sessions=get_engine().list_sessions())
+async def session_list(get_engine: GetEngine, params: p.SessionListParams) -> p.SessionListResult:
+    return p.SessionListResult(sessions=get_engine().list_sessions(
+        directory_param(params.cwd, "cwd")))
+
+
+@handles("session/delete")
+async def session_delete(get_engine: GetEngine, params: p.SessionRef) -> p.Empty:
+    await get_engine().delete_session(params.session_id)
+    closed(params.session_id)
+    return p.Empty()
 
 
 @handles("session/resume")

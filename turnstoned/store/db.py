@@ -163,6 +163,18 @@ class Store(Database):
             r = self._db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return _row(r) if r else None
 
+    def delete_session(self, session_id: str) -> None:
+        """The session, its messages (and their recall rows), checkpoints and children."""
+        children = [r[0] for r in self.query("SELECT id FROM sessions WHERE parent_id = ?",
+                                             (session_id,))]
+        for child in children:
+            self.delete_session(child)
+        with self.transaction() as db:
+            if self.fts_enabled:
+                db.execute(f"DELETE FROM {_recall.FTS_TABLE} WHERE rowid IN "
+                           "(SELECT id FROM messages WHERE session_id = ?)", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
     def list_sessions(self, parent_id: str | None = None) -> list[SessionRow]:
         """Every session (or the children of ``parent_id``), most recently updated first."""
         where, args = ("WHERE parent_id = ?", (parent_id,)) if parent_id else ("", ())

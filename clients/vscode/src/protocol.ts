@@ -862,6 +862,13 @@ export interface SessionInfo {
   approvalMode?: "auto" | "full-access" | "plan" | "read-only";
 }
 
+/**
+ * ``cwd``: only the sessions working in this folder (absolute) or below it.
+ */
+export interface SessionListParams {
+  cwd?: string | null;
+}
+
 export interface SessionListResult {
   sessions: SessionInfo[];
 }
@@ -1254,6 +1261,7 @@ export const Method = {
   exit: "exit",
   sessionStart: "session/start",
   sessionList: "session/list",
+  sessionDelete: "session/delete",
   sessionResume: "session/resume",
   sessionClose: "session/close",
   sessionUnsubscribe: "session/unsubscribe",
@@ -1318,7 +1326,8 @@ export type MethodName = (typeof Method)[keyof typeof Method];
 /** Requests a client sends; the daemon answers. */
 export interface ClientRequests {
   "session/start": { params: SessionStartParams; result: SessionStartResult };
-  "session/list": { params: null; result: SessionListResult };
+  "session/list": { params: SessionListParams; result: SessionListResult };
+  "session/delete": { params: SessionRef; result: Empty };
   "session/resume": { params: SessionRef; result: SessionResumeResult };
   "session/close": { params: SessionRef; result: Empty };
   "session/unsubscribe": { params: SessionRef; result: Empty };

@@ -575,6 +575,9 @@
 ---@field parentSessionId? string|nil
 ---@field approvalMode? 'auto'|'full-access'|'plan'|'read-only'
 
+---@class turnstoned.SessionListParams ``cwd``: only the sessions working in this folder (absolute) or below it.
+---@field cwd? string|nil
+
 ---@class turnstoned.SessionListResult
 ---@field sessions turnstoned.SessionInfo[]
 
@@ -878,6 +881,7 @@ M.methods = {
   exit = "exit",
   session_start = "session/start",
   session_list = "session/list",
+  session_delete = "session/delete",
   session_resume = "session/resume",
   session_close = "session/close",
   session_unsubscribe = "session/unsubscribe",
@@ -946,6 +950,7 @@ M.directions = {
   ["exit"] = { direction = "client->daemon", kind = "notification" },
   ["session/start"] = { direction = "client->daemon", kind = "request" },
   ["session/list"] = { direction = "client->daemon", kind = "request" },
+  ["session/delete"] = { direction = "client->daemon", kind = "request" },
   ["session/resume"] = { direction = "client->daemon", kind = "request" },
   ["session/close"] = { direction = "client->daemon", kind = "request" },
   ["session/unsubscribe"] = { direction = "client->daemon", kind = "request" },
