@@ -113,6 +113,12 @@ def test_the_tool_call_round_trip(model: ScriptedModel, tmp_path: Path) -> None:
     bad = check(cwd=tmp_path, tool_call=True)["tool call"]
     assert bad.status == "FAIL" and "without calling the tool" in bad.what
     assert "--jinja" in bad.fix
+    model.push(tool_calls([("c2", "pong", "{}")]))
+    wrong = check(cwd=tmp_path, tool_call=True)["tool call"]
+    assert wrong.status == "FAIL" and "called 'pong', not ping" in wrong.what  # named, no SDK repr
+    model.push(text('```json\n{"name": "ping", "arguments": {"word": "pong"}}\n```'))
+    written = check(cwd=tmp_path, tool_call=True)["tool call"]
+    assert written.status == "OK" and "written as text, not as a native call" in written.what
 
 
 def test_mcp_servers_are_started_and_reported(model: ScriptedModel, isolated_home: Path,

@@ -8,6 +8,7 @@ import json
 import openai
 
 from turnstoned.config import ModelSettings
+from turnstoned.llm import textcalls
 from turnstoned.llm.openai_chat import classify
 from turnstoned.llm.types import ModelError
 
@@ -42,12 +43,17 @@ def tool_round_trip(model: ModelSettings, timeout: float = 120.0) -> str:
     calls = (message.tool_calls or []) if message is not None else []
     if not calls:
         said = ((message.content or "") if message is not None else "").strip()
+        _, written = textcalls.calls_in(said, {"ping"})
+        if written:
+            return (f"{written[0].name}({written[0].arguments}) written as text, not as a "
+                    "native call: the daemon reads such calls ([model] tool_calling = auto)")
         raise ModelError("badRequest", "the model answered without calling the tool"
                          + (f": {said[:200]!r}" if said else ""))
     call = calls[0]
     fn = getattr(call, "function", None)
     if fn is None or fn.name != "ping":
-        raise ModelError("badRequest", f"the model called an unknown tool: {call!r}"[:300])
+        named = getattr(fn, "name", None) or "(no name)"
+        raise ModelError("badRequest", f"the model called {named!r}, not ping"[:300])
     try:
         args = json.loads(fn.arguments or "{}")
     except json.JSONDecodeError:
