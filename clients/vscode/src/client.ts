@@ -173,8 +173,9 @@ export class TurnstonedClient {
     return this.conn.request(Method.daemonHealth, {});
   }
 
-  async listSessions(): Promise<SessionInfo[]> {
-    return (await this.conn.request(Method.sessionList, null)).sessions;
+  /** The sessions the daemon knows of, newest first (with `cwd`: those working in that folder or below it, 1.13). */
+  async listSessions(cwd?: string): Promise<SessionInfo[]> {
+    return (await this.conn.request(Method.sessionList, cwd ? { cwd } : {})).sessions;
   }
 
   /** A new session: its id and the project instructions its model reads (1.11). */
