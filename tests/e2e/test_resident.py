@@ -407,3 +407,14 @@ async def test_the_python_client_attaches_to_the_resident_daemon(
             tmp_path / "here")
     pid = daemon_pid(isolated_home)
     assert not exited(pid, 0.2)  # closing the client leaves the daemon running
+
+
+def test_the_resident_daemon_needs_a_cwd(env: dict[str, str]) -> None:
+    a = attach(env)
+    a.initialize()
+    try:
+        a.send({"jsonrpc": "2.0", "id": "no-cwd", "method": "session/start", "params": {}})
+        answer = a.wait_response("no-cwd")
+        assert answer["error"]["code"] == -32602 and "needs `cwd`" in answer["error"]["message"]
+    finally:
+        assert a.close() == 0

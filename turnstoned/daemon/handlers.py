@@ -88,6 +88,12 @@ def directory_param(value: str | None, field: str) -> str | None:
 
 @handles("session/start")
 async def session_start(get_engine: GetEngine, params: p.SessionStartParams) -> p.SessionStartResult:
+    conn = CALLER.get()
+    if params.cwd is None and conn is not None and conn.router.resident:
+        # The resident daemon's own directory is wherever it happened to start: a session
+        # there would work in a folder the client never named.
+        raise EngineError(p.ErrorCode.INVALID_PARAMS, "Invalid params: the resident daemon "
+                          "needs `cwd` (it has no directory of the client's) - at `params.cwd`")
     params = msgspec.structs.replace(
         params, cwd=directory_param(params.cwd, "cwd"),
         workspace=directory_param(params.workspace, "workspace"))
