@@ -248,3 +248,14 @@ def test_shutdown_follows_the_lsp_lifecycle(daemon: RawDaemon, env: dict[str, st
     daemon.send({"jsonrpc": "2.0", "method": "exit"})
     assert daemon.proc.wait(10) == 0
     assert "Traceback" not in "".join(daemon.stderr_lines)
+
+
+def test_session_list_takes_no_params_null_params_or_a_cwd(daemon: RawDaemon, tmp_path: Path) -> None:
+    daemon.initialize()
+    sid = daemon.result("session/start", {"cwd": str(tmp_path)})["sessionId"]
+    for n, extra in enumerate([{}, {"params": None}, {"params": {}},
+                               {"params": {"cwd": str(tmp_path)}}]):
+        daemon.send({"jsonrpc": "2.0", "id": f"list-{n}", "method": "session/list", **extra})
+        answer = daemon.wait_response(f"list-{n}")
+        assert "error" not in answer, (extra, answer)
+        assert sid in [s["sessionId"] for s in answer["result"]["sessions"]]
