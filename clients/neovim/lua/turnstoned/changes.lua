@@ -352,6 +352,47 @@ function M.undo_turn(chat, turn)
   end)
 end
 
+--- `/undo`: `turn/undo` of the session's last turn that can be undone (no turnId: the daemon
+--- knows which, also of turns from before a restart); `/undo rewind` takes the conversation
+--- back too.
+---@param rewind? boolean
+function M.undo_last(rewind)
+  local chat = idle_chat()
+  if not chat then
+    return
+  end
+  settle(chat, methods.turn_undo, { sessionId = chat.sid, rewind = rewind == true }, function(result)
+    if result then
+      undone(chat, result)
+      tell(chat, summary(chat, '↶ undid', result) .. ' · /redo brings it back', result.rewound)
+    end
+  end)
+end
+
+--- `/redo`: `turn/redo` of the session's latest undo that was not redone (no undoId).
+function M.redo_latest()
+  local chat = idle_chat()
+  if not chat then
+    return
+  end
+  settle(chat, methods.turn_redo, { sessionId = chat.sid }, function(result)
+    if not result then
+      return
+    end
+    for _, u in ipairs(chat.undos or {}) do
+      if u.id == result.undoId then
+        u.redone = true
+      end
+    end
+    for _, t in ipairs(chat.turns or {}) do
+      if t.undone and t.undone == result.undoId then
+        t.undone = nil
+      end
+    end
+    tell(chat, summary(chat, '↷ redid', result), result.rewound)
+  end)
+end
+
 --- Take back the current chat's last undo (in a resumed chat that knows of none, the undo
 --- of its last undone turn is looked for first, among its last 20 turns).
 function M.redo()

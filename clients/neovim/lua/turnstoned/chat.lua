@@ -34,6 +34,13 @@ local api = vim.api
 ---@field undos? {id: string, rewound?: boolean, redone?: boolean}[]  undos made here
 ---@field own_undo? boolean     an undo or redo asked from here is under way
 ---@field instructions? turnstoned.InstructionFile[]  the project instruction files the model reads
+---@field model? string         the session's own model (before it starts: the one it starts with)
+---@field default_model? string the daemon's model, which a session without its own uses
+---@field attachments? turnstoned.Attachment[]  pictures that go with the next prompt
+---@field plan? {turn?: string, block: turnstoned.Block}  the checklist shown last
+---@field plan_anchor? {turn?: string, mark: integer}  the line the running turn's plan goes under
+---@field prompt_end? integer   mark on the last line of the last prompt
+---@field commands? turnstoned.SessionCommand[]  the session's slash commands, as last listed
 local Chat = {}
 Chat.__index = Chat
 
@@ -100,15 +107,23 @@ local function lines_of(text)
 end
 
 --- The user's prompt, as sent; returns the mark of its heading (for `Chat:user_note`).
+--- `pictures` are the names of the images sent with it ('' for one without a name).
 ---@param text string
 ---@param note? string shown after the heading (e.g. queued)
+---@param pictures? string[]
 ---@return integer mark
-function Chat:user(text, note)
+function Chat:user(text, note, pictures)
   self.answering = false
   local mark
   self:edit(function()
-    local row = tb.append_paragraph(self.buf, { USER_HEADING, '', unpack(lines_of(text)) })
+    local lines = { USER_HEADING, '', unpack(lines_of(text)) }
+    for _, name in ipairs(pictures or {}) do
+      lines[#lines + 1] = name ~= '' and ('[image: %s]'):format(name) or '[image]'
+    end
+    local row = tb.append_paragraph(self.buf, lines)
     mark = api.nvim_buf_set_extmark(self.buf, tb.status_ns, row, 0, {})
+    -- Where this prompt ends: a plan of the turn it starts goes under it.
+    self.prompt_end = tb.mark(self.buf, row + #lines - 1, 0, false)
   end)
   if note then
     self:user_note(mark, note)
@@ -263,7 +278,10 @@ end
 ---@param parent_call_id? string
 function Chat:item_started(item, parent_call_id)
   if item.type == 'userMessage' then
-    self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil)
+    local pictures = vim.tbl_map(function()
+      return ''
+    end, type(item.images) == 'table' and item.images or {})
+    self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil, pictures)
     return
   elseif item.type == 'notice' then
     return require('turnstoned.notices').item(self, item)

@@ -31,6 +31,7 @@ local M = {}
 ---@field log_level 'debug'|'info'|'warn'|'error'
 ---@field mode? turnstoned.ApprovalMode  approval mode of new sessions (default: the daemon's)
 ---@field editor_context boolean       each prompt carries the editor state (file, selection, diagnostics)
+---@field auto_complete boolean        the prompt's completion menu opens as you type `@` or `/`
 
 ---@type turnstoned.Config
 M.defaults = {
@@ -58,6 +59,7 @@ M.defaults = {
   },
   log_level = 'info',
   editor_context = true,
+  auto_complete = true,
 }
 
 ---@type table
@@ -113,6 +115,7 @@ local function validate(c)
     check('keymaps.' .. name, lhs == false or type(lhs) == 'string', 'a key string or false')
   end
   check('editor_context', type(c.editor_context) == 'boolean', 'a boolean')
+  check('auto_complete', type(c.auto_complete) == 'boolean', 'a boolean')
   check('log_level', LEVELS[c.log_level] ~= nil, "'debug', 'info', 'warn' or 'error'")
   check('mode', c.mode == nil or vim.tbl_contains(M.MODES, c.mode),
     "'read-only', 'auto', 'full-access' or 'plan'")

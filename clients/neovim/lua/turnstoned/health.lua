@@ -1,4 +1,5 @@
---- `:checkhealth turnstoned`: Neovim, the daemon, the protocol, the model, MCP servers.
+--- `:checkhealth turnstoned`: Neovim, the daemon, the protocol, the model and what
+--- `model/list` finds, MCP servers.
 local M = {}
 
 local health = vim.health
@@ -103,6 +104,58 @@ local function check_model(result)
   end
 end
 
+--- What `model/list` finds: the configured server's models, or (none configured) the
+--- models local servers serve; and the model remembered for this workspace.
+local function check_models()
+  local client = require('turnstoned.client')
+  if not client.has_revision('1.13') then
+    return health.info('this daemon does not list models (it needs protocol 1.13)')
+  end
+  local methods = require('turnstoned.protocol').methods
+  local err, listed = client.request_sync(methods.model_list, nil, TIMEOUT_MS)
+  if err or not listed then
+    return health.warn('model/list failed: ' .. (err and err.message or '?'))
+  end
+  ---@cast listed turnstoned.ModelListResult
+  local models = listed.models or {}
+  local function names(limit)
+    local out = {}
+    for i, m in ipairs(models) do
+      if i > limit then
+        out[#out + 1] = ('and %d more'):format(#models - limit)
+        break
+      end
+      out[#out + 1] = m.name .. (m.server ~= 'configured' and (' on ' .. m.server .. ' (' .. m.baseUrl .. ')') or '')
+    end
+    return table.concat(out, ', ')
+  end
+  if listed.configured then
+    if listed.error then
+      health.warn('model/list: the model server could not say what it serves: ' .. listed.error)
+    else
+      health.ok(('model/list: the server lists %d model%s: %s (:Turnstoned model switches)'):format(#models,
+        #models == 1 and '' or 's', names(8)))
+    end
+  elseif #models > 0 then
+    health.warn('no model is configured; local servers serve: ' .. names(8), {
+      ':Turnstoned model picks one and saves it to the daemon\'s config.toml',
+    })
+  else
+    health.error('no model is configured, and no local server answers (Ollama on port 11434, '
+      .. 'llama.cpp on 8080, vLLM on 8000, LM Studio on 1234)', {
+      'Set [model] name (and base_url) in ~/.config/turnstone/config.toml, or start a local server',
+      'See :help turnstoned-models',
+    })
+  end
+  local session = require('turnstoned.session')
+  local cwd = session.cwd()
+  local remembered = session.workspace_model(cwd)
+  if remembered then
+    health.info(('new sessions in %s start with the model %s (chosen with :Turnstoned model)'):format(
+      vim.fn.fnamemodify(cwd, ':~'), remembered))
+  end
+end
+
 ---@param sandbox? turnstoned.SandboxHealth
 local function check_sandbox(sandbox)
   if type(sandbox) ~= 'table' then
@@ -187,6 +240,7 @@ function M.check()
     return health.error('daemon/health failed: ' .. (err and err.message or '?'))
   end
   check_model(result)
+  check_models()
   check_sandbox(result.sandbox)
   local e2, servers = client.request_sync(methods.mcp_server_list, nil, TIMEOUT_MS)
   if e2 or not servers then

@@ -33,6 +33,9 @@ local function wire()
   require('turnstoned.client').on_exit(require('turnstoned.questions').clear)
   require('turnstoned.editor').serve()
   require('turnstoned.reload').wire()
+  require('turnstoned.models').wire()
+  -- A prompt that is a slash command's built-in runs it instead of being sent.
+  require('turnstoned.ui').on_send = require('turnstoned.slash').send
   local group = api.nvim_create_augroup('turnstoned', { clear = true })
   require('turnstoned.editor').wire(group)
   api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
@@ -67,12 +70,13 @@ function M.open(opts)
   return chat
 end
 
---- Send a prompt in the current chat (opened without taking the cursor).
+--- Send a prompt in the current chat (opened without taking the cursor). A slash command's
+--- built-in (`/compact`) runs instead.
 ---@param prompt string
 function M.ask(prompt)
   assert(type(prompt) == 'string', 'turnstoned.ask: prompt must be a string')
   M.open({ focus = false })
-  require('turnstoned.session').send(prompt)
+  require('turnstoned.slash').send(prompt)
 end
 
 --- A selection as the model should read it: path (relative to the session's directory
@@ -133,7 +137,7 @@ function M.resume(session_id, cb)
   wire()
   require('turnstoned.session').resume(session_id, function(err, chat)
     if chat then
-      require('turnstoned.ui').show(chat, { focus = true })
+      require('turnstoned.ui').show(chat, { focus = true, at_end = true })
     elseif err then
       vim.notify('turnstoned: cannot resume: ' .. err, vim.log.levels.ERROR)
     end
@@ -174,17 +178,7 @@ end
 --- Compact the current chat's context now: older messages give way to a summary.
 function M.compact()
   wire()
-  require('turnstoned.session').compact(function(err, result)
-    if err then
-      return vim.notify('turnstoned: cannot compact: ' .. err, vim.log.levels.ERROR)
-    end
-    local said = {
-      compacted = 'compacted',
-      scheduled = 'the running turn compacts at its next step',
-      unchanged = 'nothing is old enough to compact yet',
-    }
-    vim.notify('turnstoned: ' .. (said[result.status] or result.status))
-  end)
+  require('turnstoned.actions').compact()
 end
 
 --- Show a preview the model opened in the current chat (pick one when there are several).
@@ -211,45 +205,41 @@ function M.status()
     .. (usage ~= '' and (' · ' .. usage) or '')
 end
 
-local MODE_SAYS = {
-  ['read-only'] = 'reads run unasked; edits and commands ask',
-  auto = 'edits and sandboxed commands run unasked; the rest asks',
-  ['full-access'] = 'all but destructive, credential and outside-the-workspace calls run unasked',
-  plan = 'the model investigates read-only and proposes a plan to approve',
-}
-
 --- Set the current chat's approval mode; without `mode`, pick one (`vim.ui.select`).
 --- Before the chat has a session, it is the mode the session starts in.
 ---@param mode? turnstoned.ApprovalMode
 function M.mode(mode)
   wire()
-  local session = require('turnstoned.session')
-  local modes = require('turnstoned.config').MODES
-  if mode == nil then
-    local now = session.mode(session.current())
-    return vim.ui.select(modes, {
-      prompt = 'turnstoned approval mode' .. (now and (' (now ' .. now .. ')') or ''),
-      kind = 'turnstoned.mode',
-      format_item = function(m)
-        return ('%-12s %s'):format(m, MODE_SAYS[m])
-      end,
-    }, function(choice)
-      if choice then
-        M.mode(choice)
-      end
-    end)
-  end
-  if not vim.tbl_contains(modes, mode) then
-    return vim.notify(('turnstoned: no approval mode %q (%s)'):format(mode, table.concat(modes, ', ')),
-      vim.log.levels.ERROR)
-  end
-  session.set_mode(mode, function(err, result)
-    if err then
-      return vim.notify('turnstoned: cannot set the mode: ' .. err, vim.log.levels.ERROR)
-    end
-    ---@cast result turnstoned.SessionSetModeResult
-    vim.notify(('turnstoned: approval mode %s (was %s)'):format(result.mode, result.previous or 'the default'))
-  end)
+  require('turnstoned.actions').mode(mode)
+end
+
+--- Switch the current chat to model `name` (and remember it for new sessions in its
+--- workspace); without `name`, pick one of what the model server lists (`model/list`).
+---@param name? string
+function M.model(name)
+  wire()
+  require('turnstoned.models').pick(name)
+end
+
+--- Pick a slash command of the current chat's session (`session/commands`).
+function M.commands()
+  wire()
+  require('turnstoned.slash').pick()
+end
+
+--- Attach an image file to the current chat's next prompt.
+---@param path? string
+---@return boolean attached
+function M.image(path)
+  wire()
+  return require('turnstoned.images').attach(path or '')
+end
+
+--- Attach the clipboard's picture to the current chat's next prompt (wl-paste or xclip).
+---@param cb? fun(attached: boolean)
+function M.paste_image(cb)
+  wire()
+  require('turnstoned.images').paste(cb)
 end
 
 --- Review what the current chat's last turn changed: a list of its files, with keys to see
@@ -279,11 +269,13 @@ function M.rerun()
   require('turnstoned.changes').rerun()
 end
 
---- The words after `:Turnstoned` that run a subcommand rather than being sent.
-local SUBCOMMANDS = { 'changes', 'mode', 'redo', 'rerun', 'undo' }
+--- The words after `:Turnstoned` that run a subcommand rather than being sent, and the
+--- function each runs.
+local SUBCOMMANDS = { 'changes', 'commands', 'image', 'mode', 'model', 'paste-image', 'redo', 'rerun', 'undo' }
+local RUNS = { ['paste-image'] = 'paste_image' }
 
 --- A subcommand named by the command's words, and its argument: `mode` takes a mode name,
---- the others nothing (anything else is a prompt).
+--- `model` a model name, `image` a path; the others nothing (anything else is a prompt).
 ---@param words string[]
 ---@return string? name, string? argument
 local function subcommand(words)
@@ -293,7 +285,8 @@ local function subcommand(words)
   end
   if #words == 1 then
     return name
-  elseif name == 'mode' and #words == 2 and vim.tbl_contains(require('turnstoned.config').MODES, words[2]) then
+  elseif #words == 2 and (name == 'model' or name == 'image'
+      or name == 'mode' and vim.tbl_contains(require('turnstoned.config').MODES, words[2])) then
     return name, words[2]
   end
 end
@@ -310,6 +303,8 @@ function M.complete(lead, line)
     options = SUBCOMMANDS
   elseif before == 1 and words[1] == 'mode' then
     options = require('turnstoned.config').MODES
+  elseif before == 1 and words[1] == 'image' then
+    return vim.fn.getcompletion(lead, 'file')
   else
     return {}
   end
@@ -331,11 +326,18 @@ function M.command(o)
   end
   local name, argument = subcommand(o.fargs or vim.split(o.args, '%s+', { trimempty = true }))
   if name then
-    return M[name](argument)
+    return M[RUNS[name] or name](argument)
   elseif o.args ~= '' then
     return M.ask(o.args)
   end
   M.open()
+  -- Ready to type, at the end of what the prompt holds.
+  local win = require('turnstoned.ui').prompt_win()
+  if win and win == api.nvim_get_current_win() then
+    local buf = api.nvim_win_get_buf(win)
+    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
+    vim.cmd.startinsert({ bang = true })
+  end
 end
 
 return M

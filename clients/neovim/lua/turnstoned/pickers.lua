@@ -34,12 +34,29 @@ function M.select(items, prompt, kind, on_choice, format)
   }, on_choice)
 end
 
---- Choices for the sessions picker: a new session, then every session, newest first.
+--- Choices for the sessions picker: a new session, then the sessions of directory `here`
+--- (newest first), then the others (newest first).
 ---@param sessions turnstoned.SessionInfo[]
+---@param here? string the current session directory
 ---@return {id: string, label: string}[]
-function M.session_choices(sessions)
+function M.session_choices(sessions, here)
   local out = { { id = '', label = '+ new session' } }
-  for _, s in ipairs(sessions) do
+  local function real(dir)
+    return type(dir) == 'string' and (vim.uv.fs_realpath(dir) or dir) or ''
+  end
+  local home = here and real(here)
+  local ordered = {}
+  for i, s in ipairs(sessions) do
+    ordered[#ordered + 1] = { s = s, i = i, away = (home and s.cwd ~= here and real(s.cwd) ~= home) and 1 or 0 }
+  end
+  table.sort(ordered, function(a, b)
+    if a.away ~= b.away then
+      return a.away < b.away
+    end
+    return a.i < b.i
+  end)
+  for _, o in ipairs(ordered) do
+    local s = o.s
     out[#out + 1] = {
       id = s.sessionId,
       label = ('%s  %-7s %s  (%s)'):format(when(s.updatedAt), s.status,
@@ -56,7 +73,8 @@ function M.sessions(on_shown)
     if err then
       return notify('cannot list sessions: ' .. err.message, vim.log.levels.ERROR)
     end
-    M.select(M.session_choices(result.sessions or {}), 'turnstoned sessions', 'turnstoned.sessions',
+    local here = require('turnstoned.session').cwd()
+    M.select(M.session_choices(result.sessions or {}, here), 'turnstoned sessions', 'turnstoned.sessions',
       function(choice)
       if not choice then
         return
@@ -71,7 +89,7 @@ function M.sessions(on_shown)
         if e or not chat then
           return notify('cannot resume: ' .. (e or '?'), vim.log.levels.ERROR)
         end
-        ui.show(chat, { focus = true })
+        ui.show(chat, { focus = true, at_end = true })
         return on_shown and on_shown(chat)
       end)
     end)

@@ -3,7 +3,10 @@
 local Chat = require('turnstoned.chat')
 local client = require('turnstoned.client')
 local log = require('turnstoned.log')
+local mentions = require('turnstoned.mentions')
+local plan = require('turnstoned.plan')
 local P = require('turnstoned.protocol')
+local store = require('turnstoned.store')
 
 local methods = P.methods
 local M = {}
@@ -17,6 +20,7 @@ local current
 local function refresh()
   vim.api.nvim_exec_autocmds('User', { pattern = 'TurnstonedChanged', modeline = false })
 end
+M.refresh = refresh
 
 --- The chat shown by `:Turnstoned` (a new, session-less one until a prompt is sent).
 ---@return turnstoned.Chat
@@ -166,8 +170,12 @@ local handlers = {
       chat.answering = false
     end
     chat.running, chat.turn_id, chat.prompt_pending = true, p.turnId, false
+    plan.turn_started(chat, p.turnId)
     working(chat)
     refresh()
+  end,
+  [methods.plan_updated] = function(chat, p)
+    plan.show(chat, p.turnId, p.steps or {}, p.explanation)
   end,
   [methods.item_started] = function(chat, p)
     chat:item_started(p.item, p.parentCallId)
@@ -289,30 +297,65 @@ function M.wire()
   client.on_exit(daemon_exited)
 end
 
+--- A picture for the next prompt, as `:Turnstoned image` or `paste-image` attached it.
+---@class turnstoned.Attachment
+---@field name string             what the transcript calls it
+---@field item turnstoned.ImageInput
+
+--- A prompt on its way: its text, what goes with it and where the transcript shows it.
+---@class turnstoned.Outgoing
+---@field text string
+---@field mark integer the prompt's heading in the transcript
+---@field editor? turnstoned.EditorState what the user had in front of them as they sent it
+---@field attachments turnstoned.Attachment[]
+
+--- The input items of a prompt: its text, the files it mentions with @, its pictures
+--- (the last two from protocol 1.13).
 ---@param chat turnstoned.Chat
----@param text string
----@param mark integer the prompt's heading in the transcript
----@param editor? turnstoned.EditorState what the user had in front of them as they sent it
+---@param out turnstoned.Outgoing
+---@return turnstoned.InputItem[]
+local function input_of(chat, out)
+  local input = { { type = 'text', text = out.text } }
+  if client.has_revision('1.13') then
+    local cwd = chat.info and chat.info.cwd or M.cwd()
+    vim.list_extend(input, mentions.items(out.text, cwd))
+    for _, a in ipairs(out.attachments) do
+      input[#input + 1] = a.item
+    end
+  end
+  return input
+end
+
+---@param chat turnstoned.Chat
+---@param out turnstoned.Outgoing
 ---@param retried? boolean
-local function start_turn(chat, text, mark, editor, retried)
-  client.request(methods.turn_start, {
-    sessionId = chat.sid,
-    input = { { type = 'text', text = text } },
-    editor = editor and client.has_revision('1.12') and editor or nil,
-  }, function(err, result)
+local function start_turn(chat, out, retried)
+  local text, mark = out.text, out.mark
+  client.start(function(started)
+    if started then
+      chat.prompt_pending = false
+      return chat:note('> ✗ ' .. started)
+    end
+    client.request(methods.turn_start, {
+      sessionId = chat.sid,
+      input = input_of(chat, out),
+      editor = out.editor and client.has_revision('1.12') and out.editor or nil,
+    }, function(err, result)
     if err and err.code == P.error_codes.SESSION_CLOSED and not retried then
       return client.request(methods.session_resume, { sessionId = chat.sid }, function(e)
         if e then
           return chat:note('> ✗ ' .. e.message)
         end
-        start_turn(chat, text, mark, editor, true)
+        start_turn(chat, out, true)
       end)
     end
     if err or result.queued then
       chat.prompt_pending = false
     end
     if err then
-      return chat:note('> ✗ ' .. err.message)
+      local lost = #out.attachments > 0
+        and (#out.attachments == 1 and ' (the picture was not sent)' or ' (the pictures were not sent)') or ''
+      return chat:note('> ✗ ' .. err.message .. lost)
     end
     if result.queued then
       chat:user_note(mark, '  queued: the running turn reads it at its next step')
@@ -320,6 +363,7 @@ local function start_turn(chat, text, mark, editor, retried)
       chat.turn_id = result.turnId
       M.turn(chat, result.turnId).prompt = text
     end
+    end)
   end)
 end
 
@@ -331,26 +375,59 @@ function M.cwd()
   return (vim.fs.normalize(vim.fn.fnamemodify(dir, ':p')):gsub('/$', ''))
 end
 
---- Send a prompt in the current chat, starting its session first if needed.
----@param text string
-function M.send(text)
-  local editor = require('turnstoned.editor').state()
-  local chat = M.current()
-  local mark = chat:user(text)
-  chat.title = chat.title or vim.split(text, '\n')[1]
-  chat.prompt_pending = true
+--- The model the daemon uses for a session without one of its own, for the winbar.
+---@param chat turnstoned.Chat
+local function learn_default_model(chat)
+  if chat.default_model then
+    return
+  end
+  client.request(methods.daemon_health, { probe = false }, function(err, result)
+    if not err and result and type(result.model) == 'string' then
+      chat.default_model = result.model
+      refresh()
+    end
+  end)
+end
+
+--- The model new sessions in `cwd` start with: the one chosen there before (`:Turnstoned
+--- model`), or nil for the daemon's.
+---@param cwd string
+---@return string?
+function M.workspace_model(cwd)
+  local name = store.get(cwd, 'model')
+  return type(name) == 'string' and name ~= '' and name or nil
+end
+
+--- Start the session of a chat that has none yet; `cb(err)` once it has one. Calls made
+--- while it starts wait for the same start.
+---@param chat turnstoned.Chat
+---@param cb fun(err?: string)
+function M.start_session(chat, cb)
   if chat.sid then
-    return start_turn(chat, text, mark, editor)
+    return cb(nil)
+  end
+  if chat.starting then
+    table.insert(chat.starting, cb)
+    return
+  end
+  chat.starting = { cb }
+  local function settle(err)
+    local waiting = chat.starting or {}
+    chat.starting = nil
+    for _, fn in ipairs(waiting) do
+      fn(err)
+    end
   end
   local cwd = M.cwd()
   local mode = M.mode(chat)
-  client.request(methods.session_start, { cwd = cwd, approvalMode = mode }, function(err, result)
+  local own = chat.model or M.workspace_model(cwd)
+  client.request(methods.session_start, { cwd = cwd, approvalMode = mode, model = own },
+    function(err, result)
     if err then
-      chat.prompt_pending = false
-      return chat:note('> ✗ cannot start a session: ' .. err.message)
+      return settle(err.message)
     end
     chat.info = chat.info or { cwd = cwd }
-    chat.mode = mode
+    chat.mode, chat.model = mode, own
     chat.instructions = result.instructions
     chat:bind(result.sessionId)
     chats[result.sessionId] = chat
@@ -363,7 +440,45 @@ function M.send(text)
         end
       end)
     end
-    start_turn(chat, text, mark, editor)
+    if not own then
+      learn_default_model(chat)
+    end
+    settle(nil)
+  end)
+end
+
+--- The current chat with its session started; `cb(err, chat)`.
+---@param cb fun(err?: string, chat?: turnstoned.Chat)
+function M.ensure(cb)
+  local chat = M.current()
+  M.start_session(chat, function(err)
+    cb(err, not err and chat or nil)
+  end)
+end
+
+--- Send a prompt in the current chat, starting its session first if needed. The pictures
+--- attached to the chat go with it; the files it names with @ are mentioned.
+---@param text string
+function M.send(text)
+  local editor = require('turnstoned.editor').state()
+  local chat = M.current()
+  local attachments = chat.attachments or {}
+  chat.attachments = nil
+  local mark = chat:user(text, nil, vim.tbl_map(function(a)
+    return a.name
+  end, attachments))
+  if #attachments > 0 then
+    refresh()
+  end
+  chat.title = chat.title or vim.split(text, '\n')[1]
+  chat.prompt_pending = true
+  local out = { text = text, mark = mark, editor = editor, attachments = attachments }
+  M.start_session(chat, function(err)
+    if err then
+      chat.prompt_pending = false
+      return chat:note('> ✗ cannot start a session: ' .. err)
+    end
+    start_turn(chat, out)
   end)
 end
 
@@ -403,6 +518,11 @@ function M.resume(sid, cb)
     chat.instructions = result.instructions or chat.instructions
     chat.info = result.session
     chat.mode = result.session and result.session.approvalMode or chat.mode
+    chat.model = result.session and result.session.model or nil
+    if result.plan and #result.plan > 0 and not chat.plan then
+      plan.resumed(chat, result.plan, M.last_turn(result.items))
+    end
+    learn_default_model(chat)
     chat.title = chat.title or (result.session and result.session.title)
     if result.session and result.session.status == 'running' and not chat.running then
       chat.running = true
@@ -447,6 +567,47 @@ function M.set_mode(mode, cb)
   end)
 end
 
+--- Give the current chat's session its own model (`session/setModel`); before the session
+--- starts, the model it starts with. `cb(err, result)`.
+---@param model string
+---@param cb fun(err?: string, result?: turnstoned.SessionSetModelResult)
+function M.set_model(model, cb)
+  local chat = M.current()
+  if not chat.sid then
+    local previous = chat.model
+    chat.model = model
+    refresh()
+    return cb(nil, { model = model, previous = previous })
+  end
+  client.request(methods.session_set_model, { sessionId = chat.sid, model = model }, function(err, result)
+    if err then
+      return cb(err.message)
+    end
+    chat.model = result.model
+    refresh()
+    cb(nil, result)
+  end)
+end
+
+--- The model a chat's session uses (its own, or the daemon's), when known.
+---@param chat? turnstoned.Chat
+---@return string?
+function M.model(chat)
+  return chat and (chat.model or chat.default_model) or nil
+end
+
+--- The turn the last prompt of a session's history started.
+---@param items? turnstoned.Item[]
+---@return string?
+function M.last_turn(items)
+  for i = #(items or {}), 1, -1 do
+    local item = items[i]
+    if item.type == 'userMessage' and type(item.turnId) == 'string' then
+      return item.turnId
+    end
+  end
+end
+
 --- Redraw a chat from its session's history (after an undo or redo moved the conversation).
 ---@param chat turnstoned.Chat
 ---@param cb? fun(err?: string)
@@ -459,6 +620,7 @@ function M.redraw(chat, cb)
     chat.instructions = result.instructions or chat.instructions
     chat:load(result.items or {})
     M.remember_turns(chat, result.items)
+    plan.resumed(chat, result.plan, M.last_turn(result.items))
     refresh()
     return cb and cb(nil)
   end)

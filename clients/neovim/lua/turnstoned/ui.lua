@@ -50,12 +50,12 @@ end
 local short = require('turnstoned.notices').short
 
 --- What the winbar and the statusline component say about a chat: its state, token
---- usage and approval mode ('' when not known yet).
+--- usage, approval mode and model ('' when not known yet).
 ---@param chat? turnstoned.Chat
----@return string state, string usage, string mode
+---@return string state, string usage, string mode, string model
 function M.describe(chat)
   if not chat then
-    return 'idle', '', session.mode(nil) or ''
+    return 'idle', '', session.mode(nil) or '', ''
   end
   local state = chat.running and '⟳ working' or 'idle'
   local usage = {}
@@ -66,7 +66,7 @@ function M.describe(chat)
   if chat.usage and chat.usage.totalTokens then
     usage[#usage + 1] = ('turn %s tok'):format(short(chat.usage.totalTokens))
   end
-  return state, table.concat(usage, ' · '), session.mode(chat) or ''
+  return state, table.concat(usage, ' · '), session.mode(chat) or '', session.model(chat) or ''
 end
 
 --- The transcript window's winbar: title, the project instructions the model reads, state
@@ -76,8 +76,11 @@ function M.winbar()
   local win = vim.g.statusline_winid or api.nvim_get_current_win()
   local chat = session.by_buf(api.nvim_win_get_buf(win))
   local title = chat and (chat.title or (chat.sid and chat.sid:sub(1, 12))) or 'new chat'
-  local state, usage, mode = M.describe(chat)
+  local state, usage, mode, model = M.describe(chat)
   local right = usage ~= '' and (chat.running and (state .. ' · ' .. usage) or usage) or state
+  if model ~= '' then
+    right = ('%s · %s'):format(model, right)
+  end
   if mode ~= '' then
     right = ('mode %s · %s'):format(mode, right)
   end
@@ -119,6 +122,13 @@ local function map(buf, lhs, modes, fn, desc)
   end
 end
 
+--- What sending the prompt does with its text: `session.send`, until the entry points set
+--- the slash commands' handler (which sends anything that is not a built-in).
+---@type fun(text: string)
+M.on_send = function(text)
+  session.send(text)
+end
+
 --- Send what the prompt buffer holds, and empty it.
 function M.send_prompt()
   local buf = assert(prompt_buf)
@@ -127,7 +137,33 @@ function M.send_prompt()
     return
   end
   api.nvim_buf_set_lines(buf, 0, -1, false, {})
-  session.send(text)
+  M.on_send(text)
+end
+
+--- The prompt window's winbar: the pictures attached to the next prompt, and the keys.
+---@return string
+function M.prompt_winbar()
+  local keys = config.get().keymaps
+  local function k(lhs)
+    return lhs and lhs ~= false and lhs or nil
+  end
+  local parts = {}
+  local send = vim.tbl_filter(function(x)
+    return x ~= nil
+  end, { k(keys.send), k(keys.send_insert) })
+  if #send > 0 then
+    parts[#parts + 1] = table.concat(send, ' ') .. ' send'
+  end
+  if k(keys.interrupt) then
+    parts[#parts + 1] = keys.interrupt .. ' stop'
+  end
+  if k(keys.close) then
+    parts[#parts + 1] = keys.close .. ' close'
+  end
+  local chat = session.peek()
+  local attached = require('turnstoned.images').label(chat)
+  local left = ' prompt' .. (attached ~= '' and (' · ' .. attached) or '')
+  return (('%s%%=%s '):format(left:gsub('%%', '%%%%'), table.concat(parts, ' · '):gsub('%%', '%%%%')))
 end
 
 ---@param buf integer
@@ -155,6 +191,7 @@ local function ensure_prompt_buf()
     M.send_prompt()
   end, 'turnstoned: send the prompt')
   chat_keymaps(prompt_buf)
+  require('turnstoned.complete').attach(prompt_buf, config.get().auto_complete)
   return prompt_buf
 end
 
@@ -200,7 +237,7 @@ end
 
 --- Show a chat in the chat window of this tabpage, opening the layout if needed.
 ---@param chat turnstoned.Chat
----@param opts? {focus?: boolean}
+---@param opts? {focus?: boolean, at_end?: boolean}
 function M.show(chat, opts)
   opts = opts or {}
   local cfg = config.get()
@@ -220,10 +257,10 @@ function M.show(chat, opts)
   local pwin = M.prompt_win()
   if not valid(pwin) then
     pwin = open_prompt(cfg, win)
-    local keys = vim.tbl_filter(function(k)
-      return k ~= false
-    end, { cfg.keymaps.send, cfg.keymaps.send_insert })
-    vim.wo[pwin][0].winbar = (' prompt%%=%s send '):format(table.concat(keys, ' '):gsub('%%', '%%%%'))
+    vim.wo[pwin][0].winbar = "%{%v:lua.require'turnstoned.ui'.prompt_winbar()%}"
+  end
+  if opts.at_end then -- the cursor at the end: the window follows what streams in
+    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(chat.buf), 0 })
   end
   if opts.focus then
     api.nvim_set_current_win(pwin)

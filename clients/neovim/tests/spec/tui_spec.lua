@@ -81,7 +81,7 @@ H.test('chat: the answer streams in beside the code window', function()
   model.push({ text = 'Hello! I am the scripted model.\nAsk me anything about this project.' })
   type_keys(':Turnstoned<CR>')
   see(' prompt')
-  type_keys('iWhat is in settings.txt?<Esc><CR>')
+  type_keys('What is in settings.txt?<Esc><CR>') -- :Turnstoned leaves the prompt in Insert mode
   see('Ask me anything about this project.')
   see('turn ') -- the winbar shows the usage once the turn ended
   shot('the first answer')
