@@ -17,6 +17,7 @@ import { sessionNodes } from "./sessions";
 import { RESTART_KEYS } from "./settings";
 import { modePickItems, modeStatus, statusView, type ContextFill } from "./status";
 import { manageWatches } from "./watches";
+import { modelPickItems, offerLocalModel } from "./models";
 
 export interface App {
   dispose(): Promise<void>;
@@ -122,7 +123,45 @@ export function startApp(host: Host): App {
     modeChanged: () => showMode(),
     editorState: () => editor.state(),
     editorChip: () => chip(),
+    pickModel: () => pickModel(),
+    pickMode: async () => { await commands["turnstoned.setApprovalMode"]?.(); },
+    modelChanged: () => showStatus(),
   });
+
+  /** The header's model and the status bar: pick from `model/list`, for this chat and this folder's new chats. */
+  const pickModel = async (): Promise<void> => {
+    const client = await having("composer", "model picker", "1.13");
+    if (!client) return;
+    let list;
+    try {
+      list = await client.listModels();
+    } catch (err) {
+      void host.warn(`model/list: ${rpcError(err).message}`);
+      return;
+    }
+    if (!list.configured) {
+      if (await offerLocalModel(host, client, list)) await daemon.refreshHealth();
+      return;
+    }
+    const info = chat.modelInfo();
+    if (list.error) void host.warn(`The model server did not list its models: ${list.error}`);
+    const picked = await host.pick(modelPickItems(list, info.model), { title: info.pending ? "Model of the next chat" : "Model of this chat", placeHolder: "Kept for new chats in this folder" });
+    if (picked) await chat.setModel(picked.name);
+  };
+  /** A first run: no model configured; once per daemon start. */
+  let offered = false;
+  const firstRun = async (): Promise<void> => {
+    const status = daemon.status;
+    if (offered || status.state !== "ready" || status.health.model || !features()?.composer) return;
+    offered = true;
+    const client = daemon.client;
+    if (!client) return;
+    try {
+      if (await offerLocalModel(host, client, await client.listModels())) await daemon.refreshHealth();
+    } catch (err) {
+      host.log(`model/list: ${rpcError(err).message}`);
+    }
+  };
   editor.onChip(() => chat.showEditorChip(chip()));
   chat.attachView(host.registerChatView({ onMessage: (m) => void chat.handle(m) }));
   const shown: Shown = { host, chat, previews, sessionTitle };
@@ -133,8 +172,9 @@ export function startApp(host: Host): App {
   const contexts = new Map<string, ContextFill>();
   const showStatus = () => {
     const current = chat.currentSession;
-    const view = statusView(daemon.status, (current && contexts.get(current)) || null);
+    const view = statusView(daemon.status, (current && contexts.get(current)) || null, features()?.composer ? chat.modelInfo().model : null);
     host.setStatus(view.text, view.tooltip, "turnstoned.statusMenu");
+    host.setModelStatus(features()?.composer ? `$(hubot) ${chat.modelInfo().model ?? "no model"}` : null, "The chat's model: click to pick another (kept for new chats in this folder)", "turnstoned.pickModel");
   };
   /** The second status bar item: the chat's approval mode, while the daemon has modes. */
   const showMode = () => {
@@ -149,7 +189,10 @@ export function startApp(host: Host): App {
     showStatus();
     showMode();
     chat.showEditorChip(chip());
-    if (state.state === "ready") void refreshSessions();
+    if (state.state === "ready") {
+      void refreshSessions();
+      void firstRun();
+    } else offered = false;
   });
   daemon.onEvent((event) => {
     review.observe(event);
@@ -222,6 +265,7 @@ export function startApp(host: Host): App {
       await daemon.refreshHealth();
     },
     "turnstoned.compact": () => chat.compact(),
+    "turnstoned.pickModel": () => pickModel(),
     "turnstoned.watches": async () => {
       const client = await having("watches", "watches", "1.3");
       if (client) await manageWatches(host, client, async () => { await refreshSessions(); return sessions; }, (id) => chat.resume(id));
@@ -275,6 +319,7 @@ export function startApp(host: Host): App {
         "Grants": "turnstoned.grants",
         "Tool Policies": "turnstoned.policies",
         "Set Approval Mode": "turnstoned.setApprovalMode",
+        "Pick the Model": "turnstoned.pickModel",
         "Set API Key": "turnstoned.setApiKey",
       };
       const picked = await host.pick(Object.entries(actions).map(([label, id]) => ({ label, value: id })).concat([{ label: "Open Settings", value: "settings" }]), { title: "turnstoned" });

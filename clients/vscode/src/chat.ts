@@ -4,16 +4,20 @@ import * as nodePath from "node:path";
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
 import { gatedItems } from "./approvals";
 import { daemonFeatures, type TurnstonedClient } from "./client";
-import type { Attachment, EditorChipInfo, FromWebview, InstructionLine, ModeInfo, ToWebview } from "./messages/chat";
+import type { Attachment, EditorChipInfo, FromWebview, InstructionLine, Mention, ModeInfo, ModelInfo, ToWebview } from "./messages/chat";
+import { isMode } from "./messages/modes";
+import { slashCommand } from "./messages/mentions";
 import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
 import type { ChatView, Folder, Host } from "./host";
 import { MODE_LABELS } from "./messages/modes";
-import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, EditorState, InstructionFile, Item, SandboxHealth, Verdict } from "./protocol";
+import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, EditorState, ImageData, InputItem, InstructionFile, Item, PlanStep, SandboxHealth, SessionCommand, Verdict } from "./protocol";
 import { ErrorKind } from "./protocol";
 import { Checkpoints, TEXT_SCHEME } from "./undo";
 
 const SESSION_KEY = "turnstoned.session:";
+/** The model picked in a workspace folder: new chats there start with it. */
+export const MODEL_KEY = "turnstoned.model:";
 
 export interface ChatHooks {
   /** "Review" on an edit card. */
@@ -30,6 +34,12 @@ export interface ChatHooks {
   editorState(): EditorState | null;
   /** What of the editor the next prompt would carry, for the chat input's chip. */
   editorChip(): EditorChipInfo | null;
+  /** The model picker (the header's model, `/model` without a name). */
+  pickModel(): Promise<void>;
+  /** The approval mode picker (`/mode` without a mode). */
+  pickMode(): Promise<void>;
+  /** The chat's model changed (or the chat shows another session). */
+  modelChanged(): void;
 }
 
 /** The instruction files as the chat names them: inside the session's folder relative to it, in the home folder with ~. */
@@ -80,6 +90,8 @@ export class ChatController {
   private readonly modes = new Map<string, ApprovalMode>();
   /** The mode picked for the next session before it exists (undefined: the setting's). */
   private nextMode: ApprovalMode | null | undefined;
+  /** Each session's own model, as the daemon last said (absent: the daemon's default). */
+  private readonly models = new Map<string, string>();
   readonly checkpoints: Checkpoints;
 
   constructor(
@@ -147,6 +159,51 @@ export class ChatController {
     this.post({ type: "mode", ...this.modeInfo() });
   }
 
+  /** The model picked in the chat's folder, for its new chats ("" none). */
+  private rememberedModel(): string {
+    return (this.folder && this.host.memento<string>(MODEL_KEY + this.folder.path)) || "";
+  }
+
+  /** The daemon's default model (daemon/health's). */
+  private defaultModel(): string | null {
+    const s = this.daemon.status;
+    return s.state === "ready" ? s.health.model ?? null : null;
+  }
+
+  /** The chat's model: its session's, or the one the next session starts with. */
+  modelInfo(): ModelInfo {
+    if (this.sessionId) return { model: this.models.get(this.sessionId) ?? this.defaultModel(), pending: false };
+    return { model: this.rememberedModel() || this.host.settings().model || this.defaultModel(), pending: true };
+  }
+
+  private postModel(): void {
+    this.post({ type: "model", ...this.modelInfo() });
+    this.hooks.modelChanged();
+  }
+
+  /** Use `model` in this chat (its session from its next model call) and in new chats of this folder. */
+  async setModel(model: string): Promise<boolean> {
+    if (this.folder) await this.host.setMemento(MODEL_KEY + this.folder.path, model);
+    const sessionId = this.sessionId;
+    if (!sessionId) {
+      this.postModel();
+      return true;
+    }
+    const client = await this.daemon.ready();
+    if (!client) return false;
+    try {
+      const result = await client.setModel(sessionId, model);
+      this.models.set(sessionId, result.model);
+      return true;
+    } catch (err) {
+      const e = rpcError(err);
+      void this.host.warn(`The model stays ${this.models.get(sessionId) ?? this.defaultModel() ?? "as it was"}: ${e.message}${e.kind ? ` (${e.kind})` : ""}`);
+      return false;
+    } finally {
+      if (sessionId === this.sessionId) this.postModel();
+    }
+  }
+
   /** Set the chat's approval mode: its session's now, or the next session's. */
   async setMode(mode: ApprovalMode): Promise<void> {
     const sessionId = this.sessionId;
@@ -200,6 +257,7 @@ export class ChatController {
     const status = this.daemon.status;
     this.post({ type: "features", ...(status.state === "ready" ? daemonFeatures(status.health) : { perCallDecisions: false, editReview: false, editArguments: false }) });
     this.postMode();
+    this.postModel();
     this.showEditorChip(this.hooks.editorChip());
     if (client && this.recall && this.folder) {
       this.recall = false;
@@ -219,9 +277,12 @@ export class ChatController {
     let items: Item[] = [];
     let running = false;
     let instructions: InstructionFile[] = [];
+    let plan: PlanStep[] | undefined;
     try {
       const result = await client.resumeSession(sessionId);
       items = result.items;
+      plan = result.plan;
+      if (result.session.model) this.models.set(sessionId, result.session.model);
       instructions = result.instructions ?? [];
       running = result.session.status === "running";
       this.title = result.session.title ?? "";
@@ -235,9 +296,10 @@ export class ChatController {
     }
     this.setSession(sessionId);
     const turns = this.checkpoints.turnsOf(sessionId, items);
-    this.post({ type: "reset", sessionId, title: this.title, items, running, turns });
+    this.post({ type: "reset", sessionId, title: this.title, items, running, turns, ...(plan?.length ? { plan } : {}) });
     this.post({ type: "instructions", files: instructionLines(instructions, this.folder?.path) });
     this.postMode();
+    this.postModel();
     void this.checkpoints.replay(sessionId, turns);
     for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
     if (reveal) await this.view?.reveal();
@@ -255,6 +317,7 @@ export class ChatController {
     this.setSession(null);
     this.clearPage();
     this.postMode();
+    this.postModel();
     await this.view?.reveal();
   }
 
@@ -298,7 +361,7 @@ export class ChatController {
     const { sessionId, instructions } = await client.startSession({
       cwd: folder?.path ?? null,
       workspace: folder?.path ?? null,
-      model: settings.model || null,
+      model: this.rememberedModel() || settings.model || null,
       skipPermissions: settings.skipPermissions,
       ...(modes && mode ? { approvalMode: mode } : {}),
     });
@@ -314,13 +377,24 @@ export class ChatController {
     this.post({ type: "session", sessionId });
     this.post({ type: "instructions", files: instructionLines(instructions ?? [], folder?.path) });
     this.postMode();
+    const model = this.rememberedModel() || settings.model;
+    if (model) this.models.set(sessionId, model);
+    this.postModel();
     return sessionId;
   }
 
   /** Send a prompt; `withEditor`: with the editor state as it is now (when the setting and the daemon allow). */
-  async send(text: string, withEditor = true): Promise<void> {
+  async send(text: string, withEditor = true, mentions: readonly Mention[] = [], images: readonly ImageData[] = []): Promise<void> {
     // As the user sends it (the daemon or the session may take a moment to start).
     const seen = withEditor ? this.hooks.editorState() : null;
+    if (!images.length && (await this.ranCommand(text))) {
+      this.post({ type: "commandRan", text });
+      return;
+    }
+    const extra: InputItem[] = [
+      ...mentions.map((m): InputItem => ({ type: "mention", path: m.path, ...(m.startLine ? { startLine: m.startLine } : {}), ...(m.endLine ? { endLine: m.endLine } : {}) })),
+      ...images.map((i): InputItem => ({ type: "image", data: i.data, mimeType: i.mimeType })),
+    ];
     try {
       const sessionId = await this.ensureSession();
       const client = this.daemon.client;
@@ -330,11 +404,11 @@ export class ChatController {
       }
       const status = this.daemon.status;
       const editor = status.state === "ready" && daemonFeatures(status.health).editor ? seen : null;
-      const result = await client.startTurn(sessionId, text, editor).catch(async (err: unknown) => {
+      const result = await client.startTurn(sessionId, text, editor, extra).catch(async (err: unknown) => {
         // A closed session reopens on resume; then the message goes through.
         if (rpcError(err).kind !== ErrorKind.SESSION_CLOSED) throw err;
         await client.resumeSession(sessionId);
-        return client.startTurn(sessionId, text, editor);
+        return client.startTurn(sessionId, text, editor, extra);
       });
       this.post({ type: "sent", text, queued: result.queued ?? false, ...(result.queued ? {} : { turnId: result.turnId }) });
       if (!result.queued) await this.checkpoints.sent(sessionId, result.turnId, text);
@@ -342,6 +416,58 @@ export class ChatController {
       const e = rpcError(err);
       this.post({ type: "sendFailed", text, message: `Not sent: ${e.message}${e.kind ? ` (${e.kind})` : ""}` });
     }
+  }
+
+  /** The slash commands of the chat's session (one is started for the list when there is none yet). */
+  async commands(): Promise<SessionCommand[]> {
+    const status = this.daemon.status;
+    if (status.state === "ready" && !daemonFeatures(status.health).composer) return [];
+    try {
+      const sessionId = await this.ensureSession();
+      const client = this.daemon.client;
+      return sessionId && client ? await client.commands(sessionId) : [];
+    } catch (err) {
+      this.host.log(`session/commands: ${rpcError(err).message}`);
+      return [];
+    }
+  }
+
+  /**
+   * A sent `/name words` that names a built-in runs its request instead of a prompt; true when
+   * it did. A skill or MCP prompt (and a `/word` naming nothing) goes as the prompt it is.
+   */
+  private async ranCommand(text: string): Promise<boolean> {
+    const slash = slashCommand(text);
+    if (!slash) return false;
+    const status = this.daemon.status;
+    if (status.state !== "ready" || !daemonFeatures(status.health).composer) return false;
+    // `/new` and `/clear` need no session; the others ask the session's list.
+    const fresh = !this.sessionId && (slash.name === "new" || slash.name === "clear");
+    const command = fresh ? { kind: "builtin", request: null, name: slash.name } : (await this.commands()).find((c) => c.name === slash.name);
+    if (!command || command.kind !== "builtin") return false;
+    const sessionId = this.sessionId;
+    switch (command.request ?? command.name) {
+      case "session/compact": await this.compact(); break;
+      case "turn/undo": if (sessionId) await this.checkpoints.undoTurn(sessionId, null); break;
+      case "turn/redo": if (sessionId) await this.checkpoints.redo(sessionId, null); break;
+      case "session/setMode": {
+        if (!slash.args) await this.hooks.pickMode();
+        else if (isMode(slash.args)) await this.setMode(slash.args);
+        else void this.host.warn(`No approval mode “${slash.args}”: read-only, auto, full-access or plan.`);
+        break;
+      }
+      case "session/setModel":
+        if (slash.args) await this.setModel(slash.args);
+        else await this.hooks.pickModel();
+        break;
+      case "new":
+      case "clear":
+        await this.newChat();
+        break;
+      default:
+        void this.host.info(`/${command.name} has no action in this editor.`);
+    }
+    return true;
   }
 
   async interrupt(): Promise<void> {
@@ -378,11 +504,31 @@ export class ChatController {
     }
   }
 
+  /** The @ list's files: the session's folder's (or the chat's folder's before a session). */
+  private async findFiles(seq: number, query: string): Promise<void> {
+    const client = this.daemon.client;
+    const where = this.sessionId ? { sessionId: this.sessionId } : this.folder ? { root: this.folder.path } : null;
+    if (!client || !where) {
+      this.post({ type: "files", seq, query, files: [] });
+      return;
+    }
+    try {
+      const result = await client.findFiles(where, query, 20);
+      this.post({ type: "files", seq, query, files: result.files });
+    } catch (err) {
+      this.host.log(`workspace/findFiles: ${rpcError(err).message}`);
+      this.post({ type: "files", seq, query, files: [] });
+    }
+  }
+
   /** A message from the webview. */
   async handle(message: FromWebview): Promise<void> {
     switch (message.type) {
       case "ready": await this.redraw(); break;
-      case "send": await this.send(message.text, message.editor !== false); break;
+      case "send": await this.send(message.text, message.editor !== false, message.mentions ?? [], message.images ?? []); break;
+      case "findFiles": await this.findFiles(message.seq, message.query); break;
+      case "listCommands": this.post({ type: "commands", commands: await this.commands() }); break;
+      case "pickModel": await this.hooks.pickModel(); break;
       case "openFile": await this.host.openFile(message.path); break;
       case "interrupt": await this.interrupt(); break;
       case "answer": this.broker.answer(message.cycleId, message.answer); break;

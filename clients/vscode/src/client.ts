@@ -10,6 +10,13 @@ import type {
   DaemonRequests,
   EditorState,
   FileChangeReadResult,
+  FindFilesResult,
+  InputItem,
+  ModelListResult,
+  ModelUseParams,
+  ModelUseResult,
+  SessionCommand,
+  SessionSetModelResult,
   GrantInfo,
   McpServerInfo,
   McpServerRefreshResult,
@@ -61,6 +68,7 @@ export const FORWARDED: readonly NotificationName[] = [
   Method.previewOpen,
   Method.mcpServerStatusChanged,
   Method.workspaceFilesChanged,
+  Method.planUpdated,
 ];
 
 /** What a daemon can do beyond protocol 1.0, from its `protocolRevision`. */
@@ -82,6 +90,8 @@ export interface DaemonFeatures {
   checkpoints: boolean;
   /** The editor state on `turn/start`, the `editor/*` requests, `workspace/filesChanged`; `turnId` on prompts and `undoneBy` (1.12). */
   editor: boolean;
+  /** Mentions, slash commands, pictures, the live plan and the model requests (1.13). */
+  composer: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -98,6 +108,7 @@ export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevisio
     watches: revisionAtLeast(health.protocolRevision, "1.3"), compaction: revisionAtLeast(health.protocolRevision, "1.4"),
     approvalModes: revisionAtLeast(health.protocolRevision, "1.9"), checkpoints: revisionAtLeast(health.protocolRevision, "1.10"),
     editor: revisionAtLeast(health.protocolRevision, "1.12"),
+    composer: revisionAtLeast(health.protocolRevision, "1.13"),
   };
 }
 
@@ -192,8 +203,33 @@ export class TurnstonedClient {
   }
 
   /** Send a prompt; `editor`: what the user has in front of them as they send it (1.12). */
-  startTurn(sessionId: string, text: string, editor?: EditorState | null): Promise<TurnStartResult> {
-    return this.conn.request(Method.turnStart, { sessionId, input: [{ type: "text", text }], ...(editor ? { editor } : {}) });
+  startTurn(sessionId: string, text: string, editor?: EditorState | null, extra: readonly InputItem[] = []): Promise<TurnStartResult> {
+    return this.conn.request(Method.turnStart, { sessionId, input: [{ type: "text", text }, ...extra], ...(editor ? { editor } : {}) });
+  }
+
+  /** The workspace's files matching `query` fuzzily, best first (1.13): a session's folder, or an absolute `root`. */
+  findFiles(where: { sessionId: string } | { root: string }, query: string, limit = 20): Promise<FindFilesResult> {
+    return this.conn.request(Method.workspaceFindFiles, { ...where, query, limit });
+  }
+
+  /** The slash commands a session offers: the built-ins, then its skills and MCP prompts (1.13). */
+  async commands(sessionId: string): Promise<SessionCommand[]> {
+    return (await this.conn.request(Method.sessionCommands, { sessionId })).commands;
+  }
+
+  /** The models to choose from (with none configured: what local servers serve) (1.13). */
+  listModels(): Promise<ModelListResult> {
+    return this.conn.request(Method.modelList, null);
+  }
+
+  /** The model of new sessions, saved to the user's config.toml unless `save` is false (1.13). */
+  useModel(params: ModelUseParams): Promise<ModelUseResult> {
+    return this.conn.request(Method.modelUse, params);
+  }
+
+  /** A session's own model from its next model call (1.13). */
+  setModel(sessionId: string, model: string): Promise<SessionSetModelResult> {
+    return this.conn.request(Method.sessionSetModel, { sessionId, model });
   }
 
   async interrupt(sessionId: string, turnId?: string): Promise<void> {

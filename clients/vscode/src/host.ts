@@ -95,6 +95,8 @@ export interface Host {
   setStatus(text: string, tooltip: string, command: string): void;
   /** The second status bar item: the chat's approval mode (null hides it). */
   setModeStatus(text: string | null, tooltip: string, command: string): void;
+  /** The third: the chat's model (null hides it). */
+  setModelStatus(text: string | null, tooltip: string, command: string): void;
 
   /** Start the daemon; `options` go to `initialize` as its `initializationOptions`. */
   startDaemon(launch: Launch, cwd: string | undefined, hooks: DaemonHooks, options: InitializationOptions): Promise<DaemonHandle>;

@@ -17,7 +17,8 @@ export interface ContextFill {
   window: number;
 }
 
-export function statusView(state: DaemonState, context: ContextFill | null = null): StatusView {
+/** `model`: the chat's own model, when it has one (else the daemon's default is shown). */
+export function statusView(state: DaemonState, context: ContextFill | null = null, model: string | null = null): StatusView {
   switch (state.state) {
     case "starting":
       return { text: "$(sync~spin) turnstoned", tooltip: "turnstoned: starting the daemon…" };
@@ -27,13 +28,13 @@ export function statusView(state: DaemonState, context: ContextFill | null = nul
         : { text: "$(circle-slash) turnstoned", tooltip: "turnstoned: the daemon is not running. Click for options." };
     case "ready": {
       const h = state.health;
-      const parts = [h.model ?? "no model"];
+      const parts = [model ?? h.model ?? "no model"];
       const mcp = mcpSummary(h.mcp);
       if (mcp) parts.push(mcp);
       if (context && context.window > 0) parts.push(`ctx ${Math.round((100 * context.tokens) / context.window)}%`);
       const tooltip = [
         `turnstoned ${h.version} (protocol ${h.protocolVersion})`,
-        `model: ${h.model ?? "none configured"}`,
+        `model: ${model ?? h.model ?? "none configured"}${model && h.model && model !== h.model ? ` (the daemon's default: ${h.model})` : ""}`,
         h.configError ? `config error: ${h.configError}` : "",
         `MCP: ${h.mcp.connected ?? 0} of ${h.mcp.servers ?? 0} servers connected, ${h.mcp.tools ?? 0} tools`,
         sandboxLine(h.sandbox ?? null),

@@ -323,8 +323,10 @@ export function createHost(context: vscode.ExtensionContext): Host {
   status.show();
   const modeStatus = vscode.window.createStatusBarItem("turnstoned.mode", vscode.StatusBarAlignment.Right, 99);
   modeStatus.name = "turnstoned approval mode";
+  const modelStatus = vscode.window.createStatusBarItem("turnstoned.model", vscode.StatusBarAlignment.Right, 98);
+  modelStatus.name = "turnstoned model";
   const editable: EditableDocuments[] = [];
-  context.subscriptions.push(output, status, modeStatus);
+  context.subscriptions.push(output, status, modeStatus, modelStatus);
   const config = () => vscode.workspace.getConfiguration(SETTINGS_SECTION);
   // The file editor the user was last in: an output channel or a preview taking the focus does not hide it.
   let lastFileEditor: vscode.TextEditor | undefined;
@@ -373,6 +375,16 @@ export function createHost(context: vscode.ExtensionContext): Host {
       modeStatus.tooltip = tooltip;
       modeStatus.command = command;
       modeStatus.show();
+    },
+    setModelStatus: (text, tooltip, command) => {
+      if (text === null) {
+        modelStatus.hide();
+        return;
+      }
+      modelStatus.text = text;
+      modelStatus.tooltip = tooltip;
+      modelStatus.command = command;
+      modelStatus.show();
     },
     startDaemon: (launch, cwd, hooks, options) => startLanguageClient(output, trace, launch, cwd, hooks, options),
     registerCommand: (id, run) => context.subscriptions.push(vscode.commands.registerCommand(id, run)),

@@ -4,11 +4,16 @@
  */
 import type { DaemonEvent } from "../protocol";
 import type { ModeInfo, UndoInfo } from "../messages/chat";
-import type { ApprovalRequestItem, ApprovalRequestParams, ChangedFile, FileChange, FileChangeKind, Item, PreviewKind, SandboxUse, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
+import type { ApprovalRequestItem, ApprovalRequestParams, ChangedFile, FileChange, FileChangeKind, ImageData, Item, PlanStep, PreviewKind, SandboxUse, SessionCompacted, SessionNotice, ToolCallItem, Usage, Verdict } from "../protocol";
 import { errorHint } from "./hints";
 
 /** `turnId`: the turn the prompt started, when known (it can then be undone or rerun). */
-export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean; turnId: string | null }
+export interface UserEntry { kind: "user"; id: string; text: string; queued: boolean; turnId: string | null; images?: ImageData[] }
+/**
+ * The model's live plan (`update_plan`): one per turn, at the top of it, replaced in place on
+ * each update. `turnId` null: the plan `session/resume` gave back.
+ */
+export interface PlanEntry { kind: "plan"; id: string; turnId: string | null; steps: PlanStep[]; explanation: string }
 export interface TextEntry { kind: "agent" | "reasoning"; id: string; text: string; done: boolean }
 /** `headline` (a watch's name and reason, a notification's title) leads a long `text`. */
 export interface NoticeEntry { kind: "notice"; id: string; noticeKind: string; text: string; headline?: string }
@@ -102,7 +107,7 @@ export interface ToolEntry {
   escalation: string | null;
 }
 
-export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry | CompactionEntry | ChangesEntry | UndoEntry;
+export type Entry = UserEntry | TextEntry | NoticeEntry | ErrorEntry | ToolEntry | CompactionEntry | ChangesEntry | UndoEntry | PlanEntry;
 
 export interface ChatState {
   sessionId: string | null;
@@ -199,7 +204,7 @@ function upsertItem(state: ChatState, item: Item, done: boolean, list: Entry[] =
   switch (item.type) {
     case "userMessage":
       // The turn it started: the host's account, else the item's own (1.12).
-      list.push({ kind: "user", id: item.id, text: item.text, queued: item.queued ?? false, turnId: turns[item.id] ?? (item.queued ? null : item.turnId ?? null) });
+      list.push({ kind: "user", id: item.id, text: item.text, queued: item.queued ?? false, turnId: turns[item.id] ?? (item.queued ? null : item.turnId ?? null), ...(item.images?.length ? { images: item.images } : {}) });
       return;
     case "agentMessage":
     case "reasoning": {
@@ -264,9 +269,16 @@ function compactionEntry(id: string, event: SessionCompacted): CompactionEntry {
 }
 
 /** Redraw a session from `session/resume` history; `turns` maps prompts' item ids to their turns. */
-export function fromHistory(sessionId: string, title: string, items: Item[], running = false, turns: Record<string, string> = {}): ChatState {
+export function fromHistory(sessionId: string, title: string, items: Item[], running = false, turns: Record<string, string> = {}, plan?: PlanStep[]): ChatState {
   const state = emptyState(sessionId, title);
   for (const item of items) upsertItem(state, item, true, state.entries, turns);
+  if (plan?.length) {
+    // The last plan, at the top of the last turn (the one it was made in, as far as history says).
+    const last = state.entries.map((e) => e.kind === "user").lastIndexOf(true);
+    const user = state.entries[last];
+    const entry: PlanEntry = { kind: "plan", id: "plan-resumed", turnId: user?.kind === "user" ? user.turnId : null, steps: plan, explanation: "" };
+    state.entries.splice(last + 1, 0, entry);
+  }
   state.turnId = running ? "(running)" : null;
   return state;
 }
@@ -340,6 +352,9 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
       state.entries.push(compactionEntry(`compacted-${++state.seq}`, event.params));
       state.context = { tokens: event.params.contextTokensAfter, window: event.params.contextWindow, estimated: true };
       break;
+    case "plan/updated":
+      applyPlan(state, event.params.turnId ?? null, event.params.steps, event.params.explanation ?? "");
+      break;
     case "preview/open": {
       const card = toolCard(state, event.params.callId);
       if (card && !card.previews.some((p) => p.previewId === event.params.previewId)) {
@@ -348,6 +363,30 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
       break;
     }
   }
+  return state;
+}
+
+/**
+ * A turn's plan: the one already shown for the turn is replaced in place; a new one goes at the
+ * top of the turn (right after its prompt; the last prompt when the turn is not known yet).
+ */
+export function applyPlan(state: ChatState, turnId: string | null, steps: PlanStep[], explanation = ""): ChatState {
+  const running = turnId ?? (state.turnId && !state.turnId.startsWith("(") ? state.turnId : null);
+  const existing = state.entries.find((e): e is PlanEntry => e.kind === "plan" && (e.turnId === running || e.id === `plan-${running}`));
+  if (existing) {
+    Object.assign(existing, { steps, explanation });
+    return state;
+  }
+  const users = state.entries.map((e, i) => [e, i] as const).filter(([e]) => e.kind === "user");
+  const own = users.find(([e]) => e.kind === "user" && running !== null && e.turnId === running) ?? users.at(-1);
+  // The last prompt's turn had a plan (from history) and this turn has no prompt of its own yet: replace it.
+  const after = own ? own[1] : -1;
+  const next = state.entries[after + 1];
+  if (next?.kind === "plan" && (next.turnId === null || next.turnId === running || next.id === "plan-resumed")) {
+    Object.assign(next, { id: `plan-${running ?? next.turnId ?? "resumed"}`, turnId: running, steps, explanation });
+    return state;
+  }
+  state.entries.splice(after + 1, 0, { kind: "plan", id: `plan-${running ?? `n${++state.seq}`}`, turnId: running, steps, explanation });
   return state;
 }
 
@@ -443,8 +482,8 @@ export function decideCall(state: ChatState, cycleId: string, callId: string, de
 }
 
 /** The user's own message, shown as it is sent (the daemon echoes it only in history). */
-export function addUserMessage(state: ChatState, text: string, queued: boolean, turnId: string | null = null): ChatState {
-  state.entries.push({ kind: "user", id: `user-${++state.seq}`, text, queued, turnId });
+export function addUserMessage(state: ChatState, text: string, queued: boolean, turnId: string | null = null, images: ImageData[] = []): ChatState {
+  state.entries.push({ kind: "user", id: `user-${++state.seq}`, text, queued, turnId, ...(images.length ? { images } : {}) });
   return state;
 }
 

@@ -1,5 +1,5 @@
 /** Messages between the extension host and the chat webview. */
-import type { ApprovalMode, ApprovalRequestParams, ChangedFile, DaemonEvent, Decision, Item, SandboxHealth } from "../protocol";
+import type { ApprovalMode, ApprovalRequestParams, ChangedFile, DaemonEvent, Decision, FoundFile, ImageData, Item, PlanStep, SandboxHealth, SessionCommand } from "../protocol";
 
 /** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
 export interface CallAnswer {
@@ -35,6 +35,21 @@ export interface PageFeatures {
   approvalModes?: boolean;
   /** Checkpoints, undo, redo and fork (1.10). */
   checkpoints?: boolean;
+  /** @-mentions, slash commands, pictures, the model picker (1.13). */
+  composer?: boolean;
+}
+
+/** A file an @-mention in the prompt names, with its lines (from 1) when given. */
+export interface Mention {
+  path: string;
+  startLine?: number;
+  endLine?: number;
+}
+
+/** The model the chat's session uses (or the next chat's), for the header. */
+export interface ModelInfo {
+  model: string | null;
+  pending: boolean;
 }
 
 /**
@@ -77,7 +92,7 @@ export type Rerun = "rewind" | "fork";
 
 export type ToWebview =
   /** `turns` maps history's userMessage item ids to the turns they started, where known. */
-  | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean; turns?: Record<string, string> }
+  | { type: "reset"; sessionId: string | null; title: string; items: Item[]; running: boolean; turns?: Record<string, string>; plan?: PlanStep[] }
   | { type: "session"; sessionId: string }
   | { type: "event"; event: DaemonEvent }
   | { type: "approval"; cycle: ApprovalRequestParams }
@@ -97,12 +112,25 @@ export type ToWebview =
   | { type: "instructions"; files: InstructionLine[] }
   /** What of the editor goes with the next prompt (null: nothing). */
   | { type: "editor"; chip: EditorChipInfo | null }
-  | { type: "sendFailed"; text: string; message: string };
+  | { type: "sendFailed"; text: string; message: string }
+  /** The answer to a `findFiles` of the page (`seq` names which). */
+  | { type: "files"; seq: number; query: string; files: FoundFile[] }
+  /** The slash commands the chat offers (an empty list: none could be had). */
+  | { type: "commands"; commands: SessionCommand[] }
+  /** A sent `/command` ran as a command, not as a prompt: the page takes the prompt back out. */
+  | { type: "commandRan"; text: string }
+  | ({ type: "model" } & ModelInfo);
 
 export type FromWebview =
   | { type: "ready" }
   /** `editor: false`: the user left the editor state out of this prompt. */
-  | { type: "send"; text: string; editor?: boolean }
+  | { type: "send"; text: string; editor?: boolean; mentions?: Mention[]; images?: ImageData[] }
+  /** The @-completion list: files matching what follows the @ (answered with `files`). */
+  | { type: "findFiles"; seq: number; query: string }
+  /** The / list (answered with `commands`). */
+  | { type: "listCommands" }
+  /** The header's model: pick another. */
+  | { type: "pickModel" }
   /** A file named in the chat (an instruction file) in an editor. */
   | { type: "openFile"; path: string }
   | { type: "interrupt" }

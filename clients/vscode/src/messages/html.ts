@@ -62,13 +62,15 @@ export function chatHtml(src: PageSources): string {
   <label for="mode">Approval mode</label>
   <select id="mode" title="What runs without asking in this chat"></select>
   <span id="sandbox-state"></span>
+  <button id="model" class="link" hidden title="The model of this chat: click to pick another"></button>
 </header>
 <div id="instructions" hidden></div>
 <div id="banner" hidden></div>
 <main id="transcript" aria-live="polite"></main>
 <footer id="composer">
+  <ul id="complete" role="listbox" hidden></ul>
   <div id="attachments"></div>
-  <textarea id="input" rows="3" placeholder="Ask turnstoned… (Enter sends, Shift+Enter adds a line)"></textarea>
+  <textarea id="input" rows="3" placeholder="Ask turnstoned… (@ names a file, / a command; Enter sends, Shift+Enter adds a line)"></textarea>
   <div id="composer-bar">
     <span id="usage"></span>
     <span id="turn-state"></span>

@@ -1,5 +1,5 @@
 /** DOM for transcript entries: messages, reasoning, notices, errors, compactions and tool cards. */
-import type { ChangesEntry, CompactionEntry, Entry, ErrorEntry, NoticeEntry, TextEntry, ToolEntry, UndoEntry, UserEntry } from "../chat/state";
+import type { ChangesEntry, CompactionEntry, Entry, ErrorEntry, NoticeEntry, PlanEntry, TextEntry, ToolEntry, UndoEntry, UserEntry } from "../chat/state";
 import type { PageFeatures } from "../messages/chat";
 import type { SandboxUse } from "../protocol";
 import { h, setText, toggle } from "./dom";
@@ -50,8 +50,11 @@ function once(node: HTMLElement, key: string, draw: () => void): void {
 /** A prompt; one that started a known turn can be edited and run again (rewound or forked). */
 function userNode(entry: UserEntry, node: HTMLElement, features: CardFeatures): void {
   const rerun = Boolean(features.checkpoints && entry.turnId && !entry.queued);
-  once(node, `${entry.text}|${entry.queued}|${rerun}`, () => {
+  once(node, `${entry.text}|${entry.queued}|${rerun}|${entry.images?.length ?? 0}`, () => {
     node.replaceChildren(h("div", { class: "bubble" }, entry.text));
+    if (entry.images?.length) {
+      node.append(h("div", { class: "images" }, ...entry.images.map((img, i) => h("img", { class: "thumb", src: `data:${img.mimeType};base64,${img.data}`, alt: `picture ${i + 1}`, title: `picture ${i + 1} (${img.mimeType})` }))));
+    }
     if (entry.queued) node.append(h("div", { class: "queued" }, "queued: the model reads it at its next step"));
     if (!rerun) return;
     node.append(
@@ -422,6 +425,22 @@ function toolNode(entry: ToolEntry, node: HTMLElement, features: CardFeatures): 
 }
 
 /** Create or update the DOM node of one entry. */
+const PLAN_MARKS: Record<string, [string, string]> = { done: ["✓", "done"], in_progress: ["▸", "in progress"], pending: ["○", "pending"] };
+
+/** The model's plan: a checklist, done ✓, in progress ▸, pending ○. */
+function planNode(entry: PlanEntry, node: HTMLElement): void {
+  once(node, JSON.stringify([entry.steps, entry.explanation]), () => {
+    const done = entry.steps.filter((s) => s.status === "done").length;
+    node.replaceChildren(
+      h("div", { class: "plan-head" }, h("span", { class: "plan-title" }, "Plan"), h("span", { class: "plan-count" }, `${done} of ${entry.steps.length} done`)),
+      ...(entry.explanation ? [h("div", { class: "plan-why" }, entry.explanation)] : []),
+      h("ol", { class: "plan-steps" }, ...entry.steps.map((step) => {
+        const [mark, word] = PLAN_MARKS[step.status ?? "pending"] ?? PLAN_MARKS.pending!;
+        return h("li", { class: `step ${step.status ?? "pending"}`, title: word }, h("span", { class: "mark", "aria-label": word }, mark), h("span", { class: "text" }, step.step));
+      })));
+  });
+}
+
 export function drawEntry(entry: Entry, node: HTMLElement | undefined, features: CardFeatures): HTMLElement {
   const el = node ?? h("div", { class: `entry ${entry.kind}`, "data-id": entry.id });
   switch (entry.kind) {
@@ -434,6 +453,7 @@ export function drawEntry(entry: Entry, node: HTMLElement | undefined, features:
     case "compaction": compactionNode(entry, el); break;
     case "changes": changesNode(entry, el, features); break;
     case "undo": undoNode(entry, el, features); break;
+    case "plan": planNode(entry, el); break;
   }
   return el;
 }

@@ -47,6 +47,7 @@ export class FakeHost implements Host {
   closedEditors: string[] = [];
   status = { text: "", tooltip: "" };
   modeStatus: { text: string | null; tooltip: string; command: string } = { text: null, tooltip: "", command: "" };
+  modelStatus: { text: string | null; tooltip: string; command: string } = { text: null, tooltip: "", command: "" };
   /** What the user typed into editable documents, by URI (as VS Code would hold it, unsaved). */
   editedDocuments = new Map<string, string>();
   editable = new Map<string, (uri: string) => Promise<string>>();
@@ -142,6 +143,7 @@ export class FakeHost implements Host {
   openSettings = () => undefined;
   setStatus = (text: string, tooltip: string) => { this.status = { text, tooltip }; this.changed(); };
   setModeStatus = (text: string | null, tooltip: string, command: string) => { this.modeStatus = { text, tooltip, command }; this.changed(); };
+  setModelStatus = (text: string | null, tooltip: string, command: string) => { this.modelStatus = { text, tooltip, command }; this.changed(); };
 
   startDaemon = async (launch: Launch, cwd: string | undefined, hooks: DaemonHooks, options: InitializationOptions): Promise<DaemonHandle> => {
     this.launches.push(launch);
