@@ -176,3 +176,30 @@ def test_the_terminal_asks_again_and_end_of_input_is_no_answer(
                 and m["tool_call_id"] == "b2")["content"]
     assert told.startswith("Not run:") and "Denied by user" not in told
     assert not (tmp_path / "other.txt").exists() and "Traceback" not in silent.stderr
+
+
+def test_ctrl_c_at_the_approval_prompt_ends_the_private_chat_cleanly(
+        model: ScriptedModel, isolated_home: Path, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    model.push(tool_calls([("b1", "bash", '{"command": "touch made.txt"}')]), text("never"))
+    env = {**os.environ, "TURNSTONED_HOME": str(isolated_home), "OPENAI_BASE_URL": model.base_url,
+           "OPENAI_API_KEY": "sk", "TURNSTONED_MODEL": "scripted"}
+    proc = subprocess.Popen([sys.executable, "-m", "turnstoned", "chat", "--private", "--cwd",
+                             str(tmp_path), "make it"], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not model.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # the question is on the terminal now
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does: the whole group
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert not (tmp_path / "made.txt").exists()

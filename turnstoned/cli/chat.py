@@ -122,8 +122,11 @@ class Daemon:
         if private:
             import subprocess
 
-            self.proc = subprocess.Popen(rundir.daemon_command(*flags),
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            # Its own session: Ctrl-C in the terminal reaches only this chat, which stops the
+            # turn and closes the daemon in order (a daemon sharing the signal died under it).
+            # It still ends with this chat: its stdin closes.
+            self.proc = subprocess.Popen(rundir.daemon_command(*flags), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, start_new_session=True)
             assert self.proc.stdin is not None and self.proc.stdout is not None
             stdin = self.proc.stdin
 
@@ -153,7 +156,10 @@ class Daemon:
             import subprocess
 
             assert self.proc.stdin is not None
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except OSError:  # it is gone already
+                pass
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
