@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { afterEach, beforeEach } from "vitest";
 import { startApp, type App } from "../../src/app";
 import type { ToWebview } from "../../src/messages/chat";
-import { applyApproval, applyChanges, applyEvent, applyUndo, clearCycle, confirmUserMessage, decideCall, emptyState, fromHistory, type ChatState } from "../../src/chat/state";
+import { applyApproval, applyChanges, applyEvent, applyUndo, clearCycle, confirmUserMessage, decideCall, dropUserMessage, emptyState, fromHistory, type ChatState } from "../../src/chat/state";
 import type { Settings } from "../../src/settings";
 import { REPO, startModel, tempDir, writeConfig, type ModelServer } from "./daemon";
 import type { FakeHost } from "./fakeHost";
@@ -67,11 +67,12 @@ export function pageState(messages: readonly ToWebview[], perCallDecisions = tru
   for (const m of messages) {
     if (m.type === "reset") {
       const mode = state.mode;
-      state = m.sessionId ? fromHistory(m.sessionId, m.title, m.items, m.running, m.turns) : emptyState();
+      state = m.sessionId ? fromHistory(m.sessionId, m.title, m.items, m.running, m.turns, m.plan) : emptyState();
       state.mode = mode;
     } else if (m.type === "session") state.sessionId = m.sessionId;
     else if (m.type === "mode") state.mode = { mode: m.mode, pending: m.pending, sandbox: m.sandbox };
     else if (m.type === "sent") state = confirmUserMessage(state, m.text, m.queued, m.turnId);
+    else if (m.type === "commandRan") state = dropUserMessage(state, m.text);
     else if (m.type === "changes") state = applyChanges(state, m.turnId, m.files, m.undoable, m.note);
     else if (m.type === "undone") state = applyUndo(state, m);
     else if (m.type === "event") state = applyEvent(state, m.event);

@@ -11,6 +11,7 @@ next reply of that list instead (a coordinator's children run beside it, in any 
 {"summary": "..."} answers every request without tools (a compaction's summary) with that text.
 {"requestLog": "FILE"} appends one JSON line per request: its model and Authorization header.
 {"messageLog": "FILE"} appends one JSON line per request: its messages and the names of its tools.
+{"port": N} serves on 127.0.0.1:N (a local server's default port) instead of an ephemeral one.
 Prints the base URL on stdout, serves until stdin closes.
 """
 
@@ -97,7 +98,7 @@ def main() -> int:
     if not isinstance(script, dict):
         script = {"replies": script}
     server = LoggingModel(script.get("requestLog"), script.get("messageLog"),
-                          default=responder(script))
+                          default=responder(script), port=int(script.get("port", 0)))
     server.start()
     print(server.base_url, flush=True)
     try:
