@@ -351,6 +351,23 @@ def test_chat_uses_the_resident_daemon(env: dict[str, str], model: ScriptedModel
     probe.close()
 
 
+def test_chat_says_when_the_resident_daemon_uses_another_model_and_a_fixed_config_applies(
+        env: dict[str, str], model: ScriptedModel, tmp_path: Path, isolated_home: Path) -> None:
+    model.push(text("one"), text("two"), text("three"))
+    assert chat(env, tmp_path, "hello").returncode == 0
+    other = chat({**env, "TURNSTONED_MODEL": "bigger"}, tmp_path, "again")
+    assert other.returncode == 0, other.stderr
+    assert ("the resident daemon uses scripted at " + model.base_url) in other.stderr
+    assert "this shell says bigger" in other.stderr and "turnstoned stop" in other.stderr
+    assert model.requests[-1]["model"] == "scripted"  # said, not silently ignored
+    # A config file fixed while the daemon runs is read again: the next turn uses it.
+    (isolated_home / "config" / "config.toml").write_text(
+        '[approvals]\nmode = "read-only"\n[model]\nname = "renamed"\n')
+    third = chat({**env, "TURNSTONED_MODEL": ""}, tmp_path, "and now")
+    assert third.returncode == 0, third.stderr
+    assert model.requests[-1]["model"] == "renamed"
+
+
 def test_chat_private_spawns_its_own_daemon(env: dict[str, str], model: ScriptedModel,
                                             tmp_path: Path, isolated_home: Path) -> None:
     model.push(text("private answer"))

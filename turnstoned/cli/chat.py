@@ -480,6 +480,26 @@ def undo_command(wire: Wire, session_id: str | None, prompt: str, as_json: bool)
     return 0
 
 
+def mismatch(health: Message) -> str | None:
+    """What this shell would use for the model, if the running daemon uses another (it
+    was started with other settings); None when they agree or this shell sets nothing."""
+    from turnstoned import config
+
+    try:
+        found = config.resolve_model(config.load().model)
+    except config.ConfigError:
+        return None
+    if isinstance(found, str) or not health.get("model"):
+        return None
+    theirs = (health["model"], health.get("modelUrl") or None)
+    ours = (found.name, found.base_url or None)
+    if ours == theirs:
+        return None
+    return (f"turnstoned: the resident daemon uses {theirs[0]} at {theirs[1] or 'OpenAI'}, but "
+            f"this shell says {ours[0]} at {ours[1] or 'OpenAI'} (the daemon was started with "
+            "other settings): run `turnstoned stop` and again, or use --private")
+
+
 def _trust_project(wire: Wire, folder: str) -> None:
     """Trust the folder's .mcp.json before the session opens, so its tools are there."""
     try:
@@ -512,6 +532,8 @@ def run(opts: argparse.Namespace, daemon_flags: list[str]) -> int:
     wire.on_request = _answerer(opts)
     try:
         daemon.initialize()
+        if not opts.private and (warned := mismatch(wire.request("daemon/health"))):
+            print(warned, file=sys.stderr)
         cwd = os.path.abspath(opts.cwd or ".")
         if opts.trust_mcp and not opts.session:
             _trust_project(wire, cwd)

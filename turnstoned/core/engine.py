@@ -443,6 +443,7 @@ class Engine:
             running_turns=sum(1 for s in live if s.running),
             model=model.name if model else None, mcp=wire.mcp_health(self.mcp),
             sandbox=wire.sandbox_health(await asyncio.to_thread(sandbox.status)),
+            model_url=model.base_url if model else None,  # as configured (null: OpenAI's)
         )
         if probe and model is not None:
             from turnstoned.llm.discovery import list_models  # imports openai: not on startup

@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from lsprotocol import types as lsp
@@ -58,6 +59,14 @@ def _prewarm() -> None:
         log.debug("prewarm failed", exc_info=True)
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 class EngineHolder:
     """Builds the engine on first use: config, store and core stay off the cold start."""
 
@@ -69,6 +78,7 @@ class EngineHolder:
         self.on_config: Callable[[Config], None] = lambda cfg: None
         self._loaded = False
         self._discovery: asyncio.Task[None] | None = None
+        self._config_stamp: tuple[int, int] | None = None  # the config file as last read
 
     def load(self) -> None:
         if self._loaded:
@@ -78,6 +88,7 @@ class EngineHolder:
         from turnstoned.core.engine import Engine
         from turnstoned.store import Store
 
+        self._config_stamp = _stamp(paths.config_file())
         try:
             cfg = config.with_overrides(config.load(), self.overrides)
             self.on_config(cfg)
@@ -94,6 +105,33 @@ class EngineHolder:
             self.error = f"the engine failed to start: {type(exc).__name__}: {exc}"
         if self.error:
             log.error("%s", self.error)
+
+    def _reread_config(self) -> None:
+        """The config file changed since it was read: read it again, so a long-lived daemon
+        (the resident one) follows a fixed model or server without a restart. A file that
+        does not load keeps the running config (and says why, once); an engine that could
+        not start for its config is started again."""
+        if not self._loaded:
+            return
+        from turnstoned import config, paths
+
+        stamp = _stamp(paths.config_file())
+        if stamp == self._config_stamp:
+            return
+        self._config_stamp = stamp
+        if self.engine is None:
+            self._loaded, self.error = False, None  # try again with the new file
+            return
+        try:
+            cfg = config.with_overrides(config.load(), self.overrides)
+        except config.ConfigError as exc:
+            log.warning("the config file changed but cannot be used, the daemon keeps the "
+                        "previous one: %s", exc)
+            return
+        self.engine.config = cfg
+        self.on_config(cfg)
+        log.info("the config file changed: new sessions and turns use it (MCP servers: "
+                 "mcpServer/refresh)")
 
     def _discover(self, cfg: Config) -> None:
         """No model named, a server URL given: ask the server in the background."""
@@ -126,6 +164,7 @@ class EngineHolder:
         return wrapped
 
     def get(self) -> Engine:
+        self._reread_config()
         self.load()
         if self.engine is None:
             from turnstoned.core.errors import EngineError
