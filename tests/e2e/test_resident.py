@@ -360,6 +360,11 @@ def test_chat_says_when_the_resident_daemon_uses_another_model_and_a_fixed_confi
     assert ("the resident daemon uses scripted at " + model.base_url) in other.stderr
     assert "this shell says bigger" in other.stderr and "turnstoned stop" in other.stderr
     assert model.requests[-1]["model"] == "scripted"  # said, not silently ignored
+    doctor = subprocess.run([sys.executable, "-m", "turnstoned", "doctor"], capture_output=True,
+                            text=True, env={**os.environ, **env, "TURNSTONED_MODEL": "bigger"},
+                            timeout=60, check=False, cwd=tmp_path)
+    line = next(x for x in doctor.stdout.splitlines() if "resident daemon" in x)
+    assert line.startswith("FAIL") and "uses scripted" in line and "says bigger" in line
     # A config file fixed while the daemon runs is read again: the next turn uses it.
     (isolated_home / "config" / "config.toml").write_text(
         '[approvals]\nmode = "read-only"\n[model]\nname = "renamed"\n')

@@ -317,6 +317,8 @@ class Doctor:
     # ----------------------------------------------------------- the resident daemon
 
     def check_resident(self) -> None:
+        from turnstoned.cli.chat import mismatch
+
         directory = rundir.runtime_dir()
         moved = rundir.displaced()
         if moved:
@@ -341,6 +343,10 @@ class Doctor:
         elif health.get("configError"):
             self.add("FAIL", f"resident daemon (pid {pid}): {health['configError']}",
                      "fix it, then `turnstoned stop`: the next client starts a fresh daemon")
+        elif (differs := mismatch(health)) is not None:
+            self.add("FAIL", f"resident daemon (pid {pid}): "
+                     + differs.removeprefix("turnstoned: the resident daemon "),
+                     "`turnstoned stop`: the next client starts a daemon with this shell's settings")
         else:
             others = int(str(health.get("clients", 1))) - 1
             self.add("OK", f"resident daemon: running (pid {pid}, {others} other client(s), "
