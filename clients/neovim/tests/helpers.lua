@@ -98,15 +98,21 @@ end
 ---@field base_url string
 ---@field push fun(...: table)
 ---@field requests fun(): integer
----@field request fun(n: integer): {messages: table[], tools: string[]}
+---@field request fun(n: integer): {messages: table[], tools: string[], model: string}
 ---@field stop fun()
 
---- Start the repository's scripted OpenAI-compatible server (through a launcher).
+--- Start the repository's scripted OpenAI-compatible server (through a launcher), on `port`
+--- of 127.0.0.1 when given.
+---@param port? integer
 ---@return turnstoned.test.Model
-function H.model()
+function H.model(port)
   local lines = {}
   local buffered = ''
-  local proc = vim.system({ H.python, H.tests_dir .. '/model_launcher.py' }, {
+  local argv = { H.python, H.tests_dir .. '/model_launcher.py' }
+  if port then
+    vim.list_extend(argv, { '--port', tostring(port) })
+  end
+  local proc = vim.system(argv, {
     stdin = true,
     stdout = function(_, data)
       buffered = buffered .. (data or '')

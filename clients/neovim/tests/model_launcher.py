@@ -5,13 +5,15 @@ stdin line and answers each with one JSON line:
 
 - ``{"push": [spec, ...]}`` queues replies; a spec is ``{"text": str, "reasoning"?: str,
   "delay"?: s, "chunk_size"?: n, "start_delay"?: s}``, ``{"tool_calls": [[id, name,
-  arguments], ...]}``, ``{"hang": seconds, "after_text"?: str}`` or ``{"error": status,
+  arguments], ...], "start_delay"?: s}``, ``{"hang": seconds, "after_text"?: str}`` or ``{"error": status,
   "message"?: str}``.
 - ``{"requests": true}`` answers how many chat requests arrived.
-- ``{"request": n}`` answers the messages of the n-th chat request (from 1; -1 is the last)
-  and the names of the tools it offered: ``{"messages": [...], "tools": [...]}``.
+- ``{"request": n}`` answers the messages of the n-th chat request (from 1; -1 is the last),
+  the names of the tools it offered and the model it named: ``{"messages": [...], "tools":
+  [...], "model": str}``.
 
-The server stops when stdin closes.
+``--port N`` serves on that port of 127.0.0.1 (default: any free one). The server stops
+when stdin closes.
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ def build(spec: dict[str, Any]) -> ms.Response:
         return ms.error(spec["error"], spec.get("message", "error"))
     if "tool_calls" in spec:
         calls = [(c[0], c[1], c[2]) for c in spec["tool_calls"]]
-        return ms.tool_calls(calls, content=spec.get("content", ""))
+        return ms.tool_calls(calls, content=spec.get("content", ""),
+                             start_delay=spec.get("start_delay", 0.0))
     if "hang" in spec:
         return ms.hang(spec["hang"], after_text=spec.get("after_text", ""))
     raise ValueError(f"unknown reply spec: {spec!r}")
 
 
 def main() -> int:
-    with ms.ScriptedModel() as model:
+    port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    with ms.ScriptedModel(port=port) as model:
         print(model.base_url, flush=True)
         for line in sys.stdin:
             command = json.loads(line)
@@ -56,6 +60,7 @@ def main() -> int:
                 request = model.requests[n - 1 if n > 0 else n] if model.requests else {}
                 answer["messages"] = request.get("messages", [])
                 answer["tools"] = [t.get("function", {}).get("name") for t in request.get("tools", [])]
+                answer["model"] = request.get("model")
             print(json.dumps(answer), flush=True)
     return 0
 

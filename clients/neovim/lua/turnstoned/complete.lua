@@ -78,7 +78,7 @@ function M.command_item(c)
   return {
     word = c.name,
     abbr = c.name .. (#args > 0 and (' ' .. table.concat(args, ' ')) or ''),
-    kind = c.kind,
+    kind = c.kind ~= 'builtin' and c.kind or '',
     menu = clip(c.description, 50),
     info = c.description,
     dup = 1,

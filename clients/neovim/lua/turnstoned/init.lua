@@ -192,17 +192,17 @@ function M.log()
   require('turnstoned.log').show(require('turnstoned.config').get().cmd[1])
 end
 
---- A statusline component: the current chat's approval mode, state and usage ('' when
---- idle and unused).
+--- A statusline component: the current chat's approval mode, model, state and usage (''
+--- before the chat has a session).
 ---@return string
 function M.status()
   local chat = package.loaded['turnstoned.session'] and require('turnstoned.session').peek()
   if not chat or not chat.sid then
     return ''
   end
-  local state, usage, mode = require('turnstoned.ui').describe(chat)
-  return 'turnstoned ' .. (mode ~= '' and (mode .. ' · ') or '') .. state
-    .. (usage ~= '' and (' · ' .. usage) or '')
+  local state, usage, mode, model = require('turnstoned.ui').describe(chat)
+  return 'turnstoned ' .. (mode ~= '' and (mode .. ' · ') or '') .. (model ~= '' and (model .. ' · ') or '')
+    .. state .. (usage ~= '' and (' · ' .. usage) or '')
 end
 
 --- Set the current chat's approval mode; without `mode`, pick one (`vim.ui.select`).

@@ -207,7 +207,7 @@ H.test('a failed turn says why in the transcript; the statusline component follo
   turnstoned.ask('Are you there?')
   H.wait_turns(chat, 10)
   H.ok(H.text(chat.buf):find('✗ **turn failed** (unauthorized)', 1, true), 'the error:\n' .. H.text(chat.buf))
-  H.ok(turnstoned.status():find('^turnstoned read%-only · idle · ctx %d+%% of 32.8k'), 'status(): ' .. turnstoned.status())
+  H.ok(turnstoned.status():find('^turnstoned read%-only · scripted · idle · ctx %d+%% of 32.8k'), 'status(): ' .. turnstoned.status())
 end)
 
 H.test('a preview the model opens is named in the chat and :TurnstonedPreview shows it', function()

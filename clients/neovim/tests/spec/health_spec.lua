@@ -21,6 +21,7 @@ H.test(':checkhealth turnstoned reports OK with a working daemon and model', fun
     'OK daemon started: turnstoned',
     'OK protocol version 1, revision ' .. require('turnstoned.protocol').PROTOCOL_REVISION,
     'OK model configured: scripted', 'OK the model server answers: ' .. model.base_url,
+    'OK model/list: the server lists 1 model: scripted (:Turnstoned model switches)',
     'no MCP servers configured', 'OK command sandbox: available',
   }) do
     H.ok(report:find(want, 1, true), ('%q in the report:\n%s'):format(want, report))

@@ -11,6 +11,8 @@ local home = vim.fn.tempname()
 local work = home .. '/project'
 vim.fn.mkdir(work, 'p')
 vim.fn.writefile({ 'version = 1' }, work .. '/settings.txt')
+vim.fn.mkdir(work .. '/docs', 'p')
+vim.fn.writefile({ '# A guide' }, work .. '/docs/guide.md')
 
 local term_buf, job
 local shots = {}
@@ -85,6 +87,18 @@ H.test('chat: the answer streams in beside the code window', function()
   see('Ask me anything about this project.')
   see('turn ') -- the winbar shows the usage once the turn ended
   shot('the first answer')
+end)
+
+H.test('completion: @ and letters complete a path as you type, / the slash commands', function()
+  type_keys('iSee @gui')
+  see('docs/guide.md')
+  shot('@ completes a path')
+  type_keys('<C-y> too')
+  see('See @docs/guide.md too')
+  type_keys('<Esc>ggdGi/')
+  see('Summarise the older part')
+  shot('/ completes a slash command')
+  type_keys('<C-e><Esc>ggdG')
 end)
 
 H.test('mode: :Turnstoned mode read-only, and the winbar says so', function()

@@ -349,4 +349,48 @@ H.test('the instruction files are named relative to the session, truncated ones 
   H.eq(chat:instructions_label(), '', 'none')
 end)
 
+H.test('@-mentions: a path, a line or a range, a folder; punctuation and addresses are not paths', function()
+  local m = require('turnstoned.mentions')
+  H.eq(m.parse_word('src/a.py:10-40,'), { path = 'src/a.py', startLine = 10, endLine = 40 }, 'a range')
+  H.eq(m.parse_word('a.py:7'), { path = 'a.py', startLine = 7, endLine = 7 }, 'a line')
+  H.eq(m.parse_word('a.py:40-10'), { path = 'a.py', startLine = 10, endLine = 40 }, 'a range the wrong way round')
+  H.eq(m.parse_word('notes.md.'), { path = 'notes.md' }, 'the sentence ends')
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. '/src', 'p')
+  vim.fn.writefile({ 'x' }, dir .. '/src/a.py')
+  H.eq(m.items('see @src/a.py:2-3 and (@src/) but not me@src/a.py, @gone.py or @src/a.py:2-3 again', dir), {
+    { type = 'mention', path = 'src/a.py', startLine = 2, endLine = 3 },
+    { type = 'mention', path = 'src' },
+  }, 'the mentions of a prompt')
+  H.eq(m.typing('look at @sr'), 'sr', 'typing a mention')
+  H.eq(select(2, m.typing('@')), 1, 'where its letters start')
+  H.eq(m.typing('mail a@b'), nil, 'an address')
+end)
+
+H.test("the sessions picker puts this directory's sessions first, newest first in each part", function()
+  local function s(id, cwd)
+    return { sessionId = id, cwd = cwd, status = 'idle', updatedAt = '2025-01-01T00:00:00Z' }
+  end
+  local choices = require('turnstoned.pickers').session_choices({
+    s('a', '/elsewhere'), s('b', '/here'), s('c', '/other'), s('d', '/here') }, '/here')
+  H.eq(vim.tbl_map(function(c)
+    return c.id
+  end, choices), { '', 'b', 'd', 'a', 'c' }, 'the order')
+end)
+
+H.test('a plan is a checklist: done, in progress, pending', function()
+  H.eq(require('turnstoned.plan').lines({
+    { step = 'Read', status = 'done' }, { step = 'Fix\nit', status = 'in_progress' }, { step = 'Test', status = 'pending' },
+  }, 'why'), { '📋 Plan · 1 of 3 done', '  why', '- [x] Read', '- [>] Fix it', '- [ ] Test' }, 'the lines')
+end)
+
+H.test('the prompt winbar names the attached pictures and the keys; keymaps can be remapped or dropped', function()
+  vim.g.turnstoned = { keymaps = { interrupt = '<C-x>', close = false } }
+  local chat = require('turnstoned.session').current()
+  chat.attachments = { { name = 'shot.png', item = { type = 'image', path = '/tmp/shot.png' } } }
+  H.eq(require('turnstoned.ui').prompt_winbar(), ' prompt · [image: shot.png]%=<CR> <C-s> send · <C-x> stop ', 'winbar')
+  chat.attachments = nil
+  vim.g.turnstoned = nil
+end)
+
 H.run()

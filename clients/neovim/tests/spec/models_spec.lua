@@ -1,0 +1,168 @@
+-- Choosing a model against the real daemon: :Turnstoned model switches the session and is
+-- remembered for the workspace's new sessions; a first run offers what a local server
+-- serves, and model/use saves it.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../helpers.lua')
+local api = vim.api
+
+vim.o.columns, vim.o.lines = 160, 50
+local model, home = H.with_daemon()
+
+local turnstoned = require('turnstoned')
+local session = require('turnstoned.session')
+local client = require('turnstoned.client')
+local methods = require('turnstoned.protocol').methods
+
+--- What the chat window's winbar says.
+---@return string
+local function winbar()
+  return H.screen(assert(require('turnstoned.ui').chat_win()))[1]
+end
+
+---@return string[]
+local function stub_notify()
+  local notes = {}
+  vim.notify = function(msg)
+    notes[#notes + 1] = msg
+  end
+  return notes
+end
+
+H.test(':Turnstoned model other: the next request names it, the winbar shows it, new sessions here start with it', function()
+  model.push({ text = 'one' }, { text = 'two' }, { text = 'three' })
+  turnstoned.ask('first')
+  local chat = session.current()
+  H.wait_turns(chat, 1)
+  H.eq(model.request(-1).model, 'scripted', 'the daemon\'s model first')
+  H.wait('the default model in the winbar', function()
+    return winbar():find('scripted', 1, true) ~= nil
+  end, nil, winbar)
+  local notes = stub_notify()
+  vim.cmd('Turnstoned model other')
+  H.wait('the switch', function()
+    return #notes > 0
+  end)
+  H.ok(notes[1]:find('model other for this chat and new sessions in', 1, true), notes[1])
+  H.ok(winbar():find('mode read-only · other · ', 1, true), winbar())
+  H.ok(turnstoned.status():find('^turnstoned read%-only · other · idle'), turnstoned.status())
+  H.ok(H.text(chat.buf):find('> ⚙ model: **other** (was scripted)', 1, true), H.text(chat.buf))
+  turnstoned.ask('second')
+  H.wait_turns(chat, 2)
+  H.eq(model.request(-1).model, 'other', 'the session\'s own model')
+  local file = vim.fn.readfile(require('turnstoned.store').path())
+  H.eq(vim.json.decode(file[1])[session.cwd()], { model = 'other' }, 'remembered for the workspace')
+  turnstoned.new_session()
+  turnstoned.ask('third')
+  local fresh = session.current()
+  H.wait_turns(fresh, 1)
+  H.eq(model.request(-1).model, 'other', 'a new session in the workspace starts with it')
+  H.eq(fresh.model, 'other', 'and says so')
+end)
+
+H.test(':Turnstoned model picks among what model/list gives', function()
+  local seen = H.stub_select(function(_, labels)
+    return H.find(labels, 'scripted')
+  end)
+  local notes = stub_notify()
+  vim.cmd('Turnstoned model')
+  H.wait('the switch', function()
+    return #notes > 0
+  end)
+  H.eq(seen[1].prompt, 'turnstoned model (now other)', 'the prompt')
+  H.eq(seen[1].labels, { 'scripted  (the default, 32.8k context)' }, 'the choices')
+  H.eq(session.current().model, 'scripted', 'switched back')
+end)
+
+--- Restart the daemon with no model configured anywhere.
+local function unconfigure()
+  turnstoned.stop()
+  local config = vim.g.turnstoned
+  config.env = { TURNSTONED_HOME = home, OPENAI_API_KEY = 'sk-test' }
+  vim.g.turnstoned = config
+  require('turnstoned.store').set(session.cwd(), 'model', nil)
+  turnstoned.new_session()
+end
+
+--- Whether 127.0.0.1:`port` is free to listen on.
+---@param port integer
+---@return boolean
+local function free(port)
+  local tcp = assert(vim.uv.new_tcp())
+  local ok = tcp:bind('127.0.0.1', port) and tcp:listen(1, function() end)
+  tcp:close()
+  return ok == 0 or ok == true
+end
+
+H.test('with no model configured and no local server: one message says how to configure', function()
+  unconfigure()
+  -- What a machine without local servers answers (probing the real ports would depend on
+  -- what this machine runs): model/list stubbed at the client layer.
+  local request = client.request
+  client.request = function(method, params, cb)
+    if method == methods.model_list then
+      return cb(nil, { configured = false, models = {} })
+    end
+    return request(method, params, cb)
+  end
+  local notes = stub_notify()
+  model.push({ text = 'unused' })
+  local before = model.requests()
+  turnstoned.ask('hello')
+  local chat = session.current()
+  H.wait('the advice', function()
+    return #notes > 0
+  end)
+  client.request = request
+  H.ok(H.text(chat.buf):find('turn failed** (notConfigured)', 1, true), H.text(chat.buf))
+  H.eq(#notes, 1, 'one message')
+  H.ok(notes[1]:find(':checkhealth turnstoned', 1, true) and notes[1]:find(':help turnstoned-models', 1, true), notes[1])
+  H.eq(model.requests(), before, 'no model was asked')
+end)
+
+H.test('a first run offers the model a local server serves; model/use saves it and the next prompt uses it', function()
+  -- A second scripted model where Ollama listens, found by the daemon's own probe. When
+  -- that port is taken on this machine, model/list is stubbed at the client layer instead.
+  local port = 11434
+  local probed = free(port)
+  local ollama = probed and H.model(port) or model
+  local request = client.request
+  if not probed then
+    client.request = function(method, params, cb)
+      if method == methods.model_list then
+        return cb(nil, { configured = false, models = {
+          { name = 'scripted', baseUrl = model.base_url, server = 'Ollama' } } })
+      end
+      return request(method, params, cb)
+    end
+  end
+  local base = probed and ('http://127.0.0.1:%d/v1'):format(port) or model.base_url
+  local seen = H.stub_select(function(_, labels)
+    return vim.startswith(labels[1], 'Use it') and 1 or H.find(labels, 'scripted on Ollama')
+  end)
+  local notes = stub_notify()
+  ollama.push({ text = 'Hello from the local server.' })
+  turnstoned.ask('hello again')
+  H.wait('the model to be used', function()
+    return vim.iter(notes):any(function(n)
+      return n:find('is the model now', 1, true) ~= nil
+    end)
+  end, 20000)
+  client.request = request
+  H.ok(seen[1].prompt == 'Use scripted on Ollama?' or seen[1].prompt:find('No model is configured', 1, true),
+    'the offer: ' .. vim.inspect(seen[1]))
+  local saved = table.concat(vim.fn.readfile(home .. '/config/config.toml'), '\n')
+  H.ok(saved:find('[model]', 1, true) and saved:find('\nname = "scripted"', 1, true)
+    and saved:find('\nbase_url = "' .. base .. '"', 1, true), 'config.toml:\n' .. saved)
+  H.ok(saved:find('mode = "read-only"', 1, true), 'the rest of the file kept:\n' .. saved)
+  local before = ollama.requests()
+  local chat = session.current()
+  turnstoned.ask('and now?')
+  H.wait('the answer', function()
+    return H.text(chat.buf):find('Hello from the local server.', 1, true) ~= nil
+  end)
+  H.eq(ollama.requests(), before + 1, 'the local server answered')
+  if probed then
+    ollama.stop()
+  end
+end)
+
+H.run()
