@@ -259,3 +259,34 @@ describe("notices, watches and compaction", () => {
     expect(state.entries[1]).toEqual({ kind: "compaction", id: "n", text: "Context compacted: …", summary: "summary text", figures: null });
   });
 });
+
+describe("the live plan and the input's mentions and commands", () => {
+  it("a turn's plan goes right after its prompt and is replaced in place; a resumed plan is replaced by the next turn's only after its prompt", async () => {
+    const { applyPlan, addUserMessage, emptyState, fromHistory } = await import("../../src/chat/state");
+    let s = addUserMessage(emptyState("s"), "first", false, "t1");
+    s.entries.push({ kind: "agent", id: "a1", text: "ok", done: true });
+    s = applyPlan(s, "t1", [{ step: "a", status: "in_progress" }]);
+    s = applyPlan(s, "t1", [{ step: "a", status: "done" }, { step: "b", status: "pending" }]);
+    expect(s.entries.map((e) => e.kind)).toEqual(["user", "plan", "agent"]);
+    s = addUserMessage(s, "second", false, "t2");
+    s = applyPlan(s, "t2", [{ step: "c", status: "pending" }]);
+    expect(s.entries.map((e) => e.kind)).toEqual(["user", "plan", "agent", "user", "plan"]);
+    const resumed = fromHistory("s", "", [{ type: "userMessage", id: "u1", text: "x", turnId: "t9" }, { type: "agentMessage", id: "a", text: "y" }], false, {}, [{ step: "old", status: "done" }]);
+    expect(resumed.entries.map((e) => e.kind)).toEqual(["user", "plan", "agent"]);
+  });
+
+  it("mentions: @path and @path:a-b after a space, only paths the list offered, each once", async () => {
+    const { mentionsIn, mentionAt, slashAt, slashCommand } = await import("../../src/messages/mentions");
+    const known = new Set(["notes.txt", "src/app.py"]);
+    expect(mentionsIn("see @notes.txt:2-3, @src/app.py. and @nobody or x@notes.txt @notes.txt", known)).toEqual([{ path: "notes.txt", startLine: 2, endLine: 3 }, { path: "src/app.py" }]);
+    expect(mentionsIn("@src/app.py:7", known)).toEqual([{ path: "src/app.py", startLine: 7, endLine: 7 }]);
+    expect(mentionAt("look at @src/ap", 15)).toEqual({ at: 8, query: "src/ap" });
+    expect(mentionAt("look at @notes.txt:1-", 21)).toEqual({ at: 8, query: "notes.txt" });
+    expect(mentionAt("mail a@b", 8)).toBeNull();
+    expect(slashAt("/com", 4)).toBe("com");
+    expect(slashAt("say /com", 8)).toBeNull();
+    expect(slashCommand("/mode read-only")).toEqual({ name: "mode", args: "read-only" });
+    expect(slashCommand("/x tell me\nmore")).toEqual({ name: "x", args: "tell me\nmore" });
+    expect(slashCommand("a /b")).toBeNull();
+  });
+});
