@@ -24,7 +24,7 @@ end, {
     return api().complete(lead, line)
   end,
   desc = 'turnstoned: open the chat; with text, send it; with a range, send those lines; '
-    .. 'mode, changes, undo, redo, rerun',
+    .. 'mode, model, commands, image, paste-image, changes, undo, redo, rerun',
 })
 command('TurnstonedInterrupt', function()
   api().interrupt()

@@ -47,7 +47,8 @@ M.HOW_TO_CONFIGURE = 'no model is configured, and no local model server (Ollama,
 --- Make `m` the daemon's model (`model/use`, saved to its config.toml).
 ---@param m turnstoned.ModelOption
 ---@param cb? fun(err?: string)
-function M.use(m, cb)
+---@param again? boolean a prompt failed for want of a model: say to send it again
+function M.use(m, cb, again)
   client.request(methods.model_use, { name = m.name, baseUrl = m.baseUrl, save = true }, function(err, result)
     if err then
       notify('cannot use ' .. m.name .. ': ' .. err.message, vim.log.levels.ERROR)
@@ -59,9 +60,10 @@ function M.use(m, cb)
       chat.default_model = result.model
     end
     session.refresh()
-    notify(('%s%s is the model now%s; send your prompt again'):format(result.model,
+    notify(('%s%s is the model now%s%s'):format(result.model,
       m.server ~= 'configured' and (' on ' .. m.server) or '',
-      result.savedTo and (' (saved to ' .. vim.fn.fnamemodify(result.savedTo, ':~') .. ')') or ''))
+      result.savedTo and (' (saved to ' .. vim.fn.fnamemodify(result.savedTo, ':~') .. ')') or '',
+      again and '; send your prompt again' or ''))
     return cb and cb(nil)
   end)
 end
@@ -71,7 +73,8 @@ local offering = false
 --- Offer the models local servers serve (a first run: none is configured).
 ---@param result turnstoned.ModelListResult
 ---@param cb? fun(used?: turnstoned.ModelOption)
-function M.offer(result, cb)
+---@param again? boolean a prompt failed for want of a model
+function M.offer(result, cb, again)
   cb = cb or function() end
   local found = result.models or {}
   if #found == 0 then
@@ -107,7 +110,7 @@ function M.offer(result, cb)
     end
     M.use(choice.model, function(err)
       cb(not err and choice.model or nil)
-    end)
+    end, again)
   end)
 end
 
@@ -179,7 +182,7 @@ local function turn_completed(p)
   end
   client.request(methods.model_list, nil, function(err, result)
     if not err and result and not result.configured then
-      M.offer(result)
+      M.offer(result, nil, true)
     end
   end)
 end

@@ -86,7 +86,10 @@ H.test(':help turnstoned and every command has a help tag', function()
         ':TurnstonedGrants', ':TurnstonedPolicies', ':TurnstonedWatches', ':TurnstonedCompact', 'turnstoned-grants',
         'turnstoned-policies', 'turnstoned-watches', 'turnstoned-compaction',
         'turnstoned-review', 'turnstoned-health', 'turnstoned-mcp-trust', 'turnstoned-api', 'turnstoned-transport',
-        'turnstoned.setup()', 'turnstoned-install' }) do
+        'turnstoned.setup()', 'turnstoned-install', ':Turnstoned-model', ':Turnstoned-commands',
+        ':Turnstoned-image', ':Turnstoned-paste-image', 'turnstoned-prompt', 'turnstoned-mentions',
+        'turnstoned-slash', 'turnstoned-pictures', 'turnstoned-models', 'turnstoned-live-plan',
+        'turnstoned-keys' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))
         and vim.fn.expand('%:t') == 'turnstoned.txt'
       pcall(vim.cmd, 'helpclose')
