@@ -77,3 +77,12 @@ def test_saving_a_model_keeps_the_file_and_updates_the_section(tmp_path: Path) -
     with pytest.raises(config.ConfigError):
         config.save_model("x", None, bad)
     assert bad.read_text() == "[model]\nunknown_key = 1\n"  # a file that cannot load: untouched
+
+
+def test_where_local_servers_are_looked_for_can_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNSTONED_LOCAL_SERVERS", "Ollama=9, LM Studio=12345,bad")
+    assert discovery.local_servers() == (("Ollama", 9), ("LM Studio", 12345))
+    monkeypatch.setenv("TURNSTONED_LOCAL_SERVERS", "")
+    assert discovery.local_servers() == () and discovery.find_local() == []
+    monkeypatch.delenv("TURNSTONED_LOCAL_SERVERS")
+    assert discovery.local_servers() == discovery.LOCAL_SERVERS

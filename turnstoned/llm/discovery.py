@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import os
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -114,11 +115,27 @@ def probe_local(host: str, port: int, name: str, timeout: float = 1.0) -> LocalS
     return LocalServer(name, f"http://{host}:{port}/v1", ids)
 
 
+def local_servers() -> tuple[tuple[str, int], ...]:
+    """Where to look for local servers: ``LOCAL_SERVERS``, or the ``Name=port`` pairs of
+    ``TURNSTONED_LOCAL_SERVERS`` (comma-separated; empty: look nowhere)."""
+    raw = os.environ.get("TURNSTONED_LOCAL_SERVERS")
+    if raw is None:
+        return LOCAL_SERVERS
+    found = []
+    for pair in raw.split(","):
+        name, _, port = pair.rpartition("=")
+        if name.strip() and port.strip().isdigit():
+            found.append((name.strip(), int(port)))
+    return tuple(found)
+
+
 def find_local(host: str = "127.0.0.1",
                servers: tuple[tuple[str, int], ...] | None = None) -> list[LocalServer]:
-    """The local servers that answer (``LOCAL_SERVERS`` by default), asked side by side
+    """The local servers that answer (``local_servers()`` by default), asked side by side
     (about a second when none does). Blocking: run it in a thread."""
-    servers = LOCAL_SERVERS if servers is None else servers
+    servers = local_servers() if servers is None else servers
+    if not servers:
+        return []
     with ThreadPoolExecutor(max_workers=len(servers) or 1) as pool:
         found = pool.map(lambda s: probe_local(host, s[1], s[0]), servers)
     return [s for s in found if s is not None]

@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { PlanEntry, UserEntry } from "../../src/chat/state";
 import { MODEL_KEY } from "../../src/chat";
 import { appTests, last, launch, pageState, settings, withModel } from "../support/app";
@@ -173,24 +173,27 @@ describe("the chat input and the live plan, against the real daemon", () => {
   });
 });
 
-/** Whether nothing listens on 127.0.0.1:port (a server just stopped gets three seconds to let go). */
-async function free(port: number): Promise<boolean> {
-  const once = () => new Promise<boolean>((resolve) => {
+/** A port nothing listens on (the kernel picks it). */
+async function freePort(): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
     const server = net.createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
   });
-  for (let i = 0; i < 30; i++) {
-    if (await once()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
 }
 
 describe("the first run: no model configured", () => {
-  it("a local server answers (the scripted model on LM Studio's port 1234): offered, model/use saves config.toml, and the chat works", { timeout: 40000 }, async () => {
-    if (!(await free(1234))) throw new Error("127.0.0.1:1234 is taken: this test serves a local model there");
-    await withModel(t, [{ text: "Local hello." }], { port: 1234 });
+  // Where the daemon looks for local servers (TURNSTONED_LOCAL_SERVERS), so a server the
+  // developer runs on a usual port cannot change what these tests see.
+  afterEach(() => { delete process.env.TURNSTONED_LOCAL_SERVERS; });
+
+  it("a local server answers (the scripted model where the daemon looks for LM Studio): offered, model/use saves config.toml, and the chat works", { timeout: 40000 }, async () => {
+    const port = await freePort();
+    process.env.TURNSTONED_LOCAL_SERVERS = `LM Studio=${port}`;
+    await withModel(t, [{ text: "Local hello." }], { port });
       const host = new FakeHost(settings({ model: "", baseUrl: "" }), { name: "work", path: t.work });
       host.respond = (s) => (s.kind === "info" && s.message.startsWith("No model is configured") ? "Use scripted" : undefined);
       launch(t, host);
@@ -198,7 +201,7 @@ describe("the first run: no model configured", () => {
       expect(host.shown[0]).toMatchObject({ kind: "info", message: "No model is configured. Use scripted on LM Studio?", actions: ["Use scripted"] });
       const config = fs.readFileSync(path.join(t.home, "config", "config.toml"), "utf8");
       expect(config).toContain('name = "scripted"');
-      expect(config).toContain('base_url = "http://127.0.0.1:1234/v1"');
+      expect(config).toContain(`base_url = "http://127.0.0.1:${port}/v1"`);
       expect(config).toContain('mode = "read-only"');
       await host.until("the status bar", () => host.status.text.includes("scripted"));
       host.fromPage({ type: "ready" });
@@ -208,7 +211,7 @@ describe("the first run: no model configured", () => {
   });
 
   it("nothing found: one message naming docs/local-models.md and the settings", { timeout: 30000 }, async () => {
-    for (const port of [11434, 8080, 8000, 1234]) if (!(await free(port))) throw new Error(`127.0.0.1:${port} is taken: this test needs no local model server`);
+    process.env.TURNSTONED_LOCAL_SERVERS = "";  // look nowhere: nothing is found
     const host = new FakeHost(settings({ model: "", baseUrl: "" }), { name: "work", path: t.work });
     launch(t, host);
     await host.until("the message", () => host.shown.length > 0, 20000);
