@@ -404,6 +404,14 @@ class SessionCommand(Wire, kw_only=True):
     request: str | None = None  # the method a builtin calls (null: the client's own action)
 
 
+class SessionCommandsParams(Wire, kw_only=True):
+    """A session's commands; without one, those a new session in ``root`` (absolute) would
+    have (the built-ins and the skills there), so a client can list them before it starts."""
+
+    session_id: str | None = None
+    root: str | None = None
+
+
 class SessionCommandsResult(Wire, kw_only=True):
     commands: list[SessionCommand]
 
@@ -1432,7 +1440,7 @@ METHODS: tuple[Method, ...] = (
          "Change a session's approval mode; it applies from the next tool call."),
     _req("session/setModel", SessionSetModelParams, SessionSetModelResult,
          "Change the model of a session (on the configured server); from its next model call."),
-    _req("session/commands", SessionRef, SessionCommandsResult,
+    _req("session/commands", SessionCommandsParams, SessionCommandsResult,
          "The slash commands a session offers: built-ins, its skills and MCP prompts."),
     _req("workspace/findFiles", FindFilesParams, FindFilesResult,
          "Fuzzy file search for @-mentions: paths ranked for a few typed letters."),

@@ -22,7 +22,10 @@ async def test_the_list_has_the_builtins_then_the_sessions_skills(
         engine: Engine, tmp_path: Path) -> None:
     skill(tmp_path, "changelog", "Keep entries short.")
     skill(tmp_path, "compact", "a skill whose name a built-in has")
-    listed = engine.session_commands(start(engine, tmp_path)).commands
+    listed = engine.session_commands(p.SessionCommandsParams(
+        session_id=start(engine, tmp_path))).commands
+    before = engine.session_commands(p.SessionCommandsParams(root=str(tmp_path))).commands
+    assert [c.name for c in before] == [c.name for c in listed]  # the same before a session
     names = [c.name for c in listed]
     assert names[:7] == ["compact", "undo", "redo", "mode", "model", "new", "clear"]
     assert names[7:] == ["changelog"]

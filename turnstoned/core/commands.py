@@ -36,12 +36,12 @@ BUILTINS: tuple[p.SessionCommand, ...] = (
 )
 
 
-def listed(env: SessionEnv) -> list[p.SessionCommand]:
-    """The built-ins, then the session's skills and MCP prompts (a name a built-in has is
+def listed(catalog: skills.Catalog) -> list[p.SessionCommand]:
+    """The built-ins, then the catalog's skills and MCP prompts (a name a built-in has is
     left to the built-in)."""
     taken = {c.name for c in BUILTINS}
     out = list(BUILTINS)
-    for skill in skills.catalog_for(env).skills:
+    for skill in catalog.skills:
         if skill.name in taken:
             continue
         kind: p.CommandKind = "prompt" if skill.prompt else "skill"

@@ -197,8 +197,15 @@ class Engine:
                 self.finder.used(root, path)
         return self.sessions.start_turn(session_id, texts, shown, mentions, images)
 
-    def session_commands(self, session_id: str) -> p.SessionCommandsResult:
-        return p.SessionCommandsResult(commands=commands.listed(self.get(session_id).env))
+    def session_commands(self, params: p.SessionCommandsParams) -> p.SessionCommandsResult:
+        if params.session_id is not None:
+            catalog = skills.catalog_for(self.get(params.session_id).env)
+        elif params.root is not None and os.path.isabs(params.root):
+            catalog = skills.build_catalog(self.services.config_dir,
+                                           skills.skills_root(Path(params.root), None), self.mcp)
+        else:
+            raise EngineError(ErrorCode.INVALID_PARAMS, "give sessionId, or an absolute root")
+        return p.SessionCommandsResult(commands=commands.listed(catalog))
 
     async def find_files(self, params: p.FindFilesParams) -> p.FindFilesResult:
         if params.session_id is not None:

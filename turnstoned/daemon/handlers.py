@@ -171,8 +171,9 @@ async def turn_interrupt(get_engine: GetEngine, params: p.TurnInterruptParams) -
 
 
 @handles("session/commands")
-async def session_commands(get_engine: GetEngine, params: p.SessionRef) -> p.SessionCommandsResult:
-    return get_engine().session_commands(params.session_id)
+async def session_commands(get_engine: GetEngine,
+                           params: p.SessionCommandsParams) -> p.SessionCommandsResult:
+    return get_engine().session_commands(params)
 
 
 @handles("workspace/findFiles")

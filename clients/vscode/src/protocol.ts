@@ -797,6 +797,15 @@ export interface SessionCommand {
   request?: string | null;
 }
 
+/**
+ * A session's commands; without one, those a new session in ``root`` (absolute) would
+ * have (the built-ins and the skills there), so a client can list them before it starts.
+ */
+export interface SessionCommandsParams {
+  sessionId?: string | null;
+  root?: string | null;
+}
+
 export interface SessionCommandsResult {
   commands: SessionCommand[];
 }
@@ -1333,7 +1342,7 @@ export interface ClientRequests {
   "session/unsubscribe": { params: SessionRef; result: Empty };
   "session/setMode": { params: SessionSetModeParams; result: SessionSetModeResult };
   "session/setModel": { params: SessionSetModelParams; result: SessionSetModelResult };
-  "session/commands": { params: SessionRef; result: SessionCommandsResult };
+  "session/commands": { params: SessionCommandsParams; result: SessionCommandsResult };
   "workspace/findFiles": { params: FindFilesParams; result: FindFilesResult };
   "model/list": { params: null; result: ModelListResult };
   "model/use": { params: ModelUseParams; result: ModelUseResult };

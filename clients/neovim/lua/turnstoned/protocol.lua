@@ -531,6 +531,10 @@
 ---@field arguments? turnstoned.CommandArgument[]
 ---@field request? string|nil
 
+---@class turnstoned.SessionCommandsParams A session's commands; without one, those a new session in ``root`` (absolute) would have (the built-ins and the skills there), so a client can list them before it starts.
+---@field sessionId? string|nil
+---@field root? string|nil
+
 ---@class turnstoned.SessionCommandsResult
 ---@field commands turnstoned.SessionCommand[]
 
