@@ -330,17 +330,8 @@ end
 ---@param out turnstoned.Outgoing
 ---@param retried? boolean
 local function start_turn(chat, out, retried)
-  local text, mark = out.text, out.mark
-  client.start(function(started)
-    if started then
-      chat.prompt_pending = false
-      return chat:note('> ✗ ' .. started)
-    end
-    client.request(methods.turn_start, {
-      sessionId = chat.sid,
-      input = input_of(chat, out),
-      editor = out.editor and client.has_revision('1.12') and out.editor or nil,
-    }, function(err, result)
+  local input
+  local function started(err, result)
     if err and err.code == P.error_codes.SESSION_CLOSED and not retried then
       return client.request(methods.session_resume, { sessionId = chat.sid }, function(e)
         if e then
@@ -358,12 +349,29 @@ local function start_turn(chat, out, retried)
       return chat:note('> ✗ ' .. err.message .. lost)
     end
     if result.queued then
-      chat:user_note(mark, '  queued: the running turn reads it at its next step')
+      local mentioned = vim.iter(input or {}):any(function(i)
+        return i.type == 'mention'
+      end)
+      -- The daemon queues the text alone: what it mentions is not read with it.
+      chat:user_note(out.mark, '  queued: the running turn reads it at its next step'
+        .. (mentioned and ' (without the files it mentions: send them with a new prompt)' or ''))
     else
       chat.turn_id = result.turnId
-      M.turn(chat, result.turnId).prompt = text
+      M.turn(chat, result.turnId).prompt = out.text
     end
-    end)
+  end
+  -- Started first: what the input may hold depends on the daemon's protocol revision.
+  client.start(function(failed)
+    if failed then
+      chat.prompt_pending = false
+      return chat:note('> ✗ ' .. failed)
+    end
+    input = input_of(chat, out)
+    client.request(methods.turn_start, {
+      sessionId = chat.sid,
+      input = input,
+      editor = out.editor and client.has_revision('1.12') and out.editor or nil,
+    }, started)
   end)
 end
 
