@@ -17,6 +17,10 @@ local M = {}
 
 local LIMIT = 50 -- files a query asks for
 local SYNC_MS = 2000 -- the omnifunc waits this long for an answer
+local MODELS_FOR_MS = 30000 -- what model/list gave serves `/model ` completion this long
+
+---@type {at: integer, models: turnstoned.ModelOption[]}?
+local listed_models
 
 --- What the text before the cursor is completing.
 ---@class turnstoned.CompletionContext
@@ -121,20 +125,28 @@ function M.items(ctx, cb)
     end
     return nil -- asked below
   end
+  local function models(list)
+    cb(vim.tbl_map(function(m)
+      return { word = m.name, kind = 'model', menu = m.current and 'the default' or '', dup = 1 }
+    end, vim.tbl_filter(function(m)
+      return vim.startswith(m.name, ctx.query)
+    end, list)))
+  end
   local function answer(list)
     local items = from(list)
     if items or ctx.command ~= 'model' then
       return cb(items or {})
     end
+    local now = vim.uv.now()
+    if listed_models and now - listed_models.at < MODELS_FOR_MS then
+      return models(listed_models.models)
+    end
     client.request(methods.model_list, nil, function(err, result)
       if err then
         return cb(nil)
       end
-      cb(vim.tbl_map(function(m)
-        return { word = m.name, kind = 'model', menu = m.current and 'current' or (m.server or ''), dup = 1 }
-      end, vim.tbl_filter(function(m)
-        return vim.startswith(m.name, ctx.query)
-      end, result.models or {})))
+      listed_models = { at = now, models = result.models or {} }
+      models(listed_models.models)
     end)
   end
   -- A fresh list when the command name starts (skills are files: one may be new); the
