@@ -11,21 +11,20 @@ local M = {}
 ---@type turnstoned.SessionCommand[]?
 local last
 
---- List the current chat's commands (starting its session when it has none); `cb(err, list)`.
+--- List the current chat's commands; `cb(err, list, chat)`. A chat without a session asks
+--- for those of its directory (`root`), which a new session there would offer, so typing
+--- `/` starts no session.
 ---@param cb fun(err?: string, commands?: turnstoned.SessionCommand[], chat?: turnstoned.Chat)
 function M.list(cb)
-  session.ensure(function(err, chat)
-    if err or not chat then
-      return cb(err or 'no session')
+  local chat = session.current()
+  local params = chat.sid and { sessionId = chat.sid } or { root = session.cwd() }
+  client.request(P.methods.session_commands, params, function(e, result)
+    if e then
+      return cb(e.message)
     end
-    client.request(P.methods.session_commands, { sessionId = chat.sid }, function(e, result)
-      if e then
-        return cb(e.message)
-      end
-      chat.commands = result.commands or {}
-      last = chat.commands
-      cb(nil, chat.commands, chat)
-    end)
+    chat.commands = result.commands or {}
+    last = chat.commands
+    cb(nil, chat.commands, chat)
   end)
 end
 

@@ -455,15 +455,6 @@ function M.start_session(chat, cb)
   end)
 end
 
---- The current chat with its session started; `cb(err, chat)`.
----@param cb fun(err?: string, chat?: turnstoned.Chat)
-function M.ensure(cb)
-  local chat = M.current()
-  M.start_session(chat, function(err)
-    cb(err, not err and chat or nil)
-  end)
-end
-
 --- Send a prompt in the current chat, starting its session first if needed. The pictures
 --- attached to the chat go with it; the files it names with @ are mentioned.
 ---@param text string

@@ -83,6 +83,10 @@ H.test('@ completes the workspace files from workspace/findFiles, the omnifunc t
   H.eq(complete.omnifunc(1, ''), 9, 'where the path starts')
   H.eq(words(complete.omnifunc(0, 'REA')), { 'README.md' }, 'omnifunc items')
   api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  -- / before the first prompt: the commands of the directory, and no session started.
+  local listed = words(items_of({ kind = 'command', query = '' }))
+  H.ok(vim.tbl_contains(listed, 'compact') and vim.tbl_contains(listed, 'x'), vim.inspect(listed))
+  H.eq(session.current().sid, nil, 'the chat has no session yet')
 end)
 
 H.test('a sent @file:2-3 reaches the model as those lines; a folder is listed; the text stays', function()
