@@ -284,6 +284,16 @@
 ---@field removed? string[]
 ---@field error? string|nil
 
+---@class turnstoned.McpElicitParams An MCP server asks the user a question while a session's call of one of its tools runs: a form for ``requestedSchema`` (a flat JSON Schema object: string, number, integer, boolean and enum properties, with defaults and ``required``).
+---@field sessionId string
+---@field server string
+---@field message string
+---@field requestedSchema? table
+
+---@class turnstoned.McpElicitResponse ``accept`` with ``content`` (the form's values), ``decline`` or ``cancel``.
+---@field action 'accept'|'cancel'|'decline'
+---@field content? table|nil
+
 ---@class turnstoned.McpHealth
 ---@field servers? integer
 ---@field connected? integer
@@ -870,6 +880,7 @@
 ---@alias turnstoned.SkillOrigin 'mcp'|'user'|'workspace'
 ---@alias turnstoned.PreviewKind 'image'|'markdown'|'pdf'|'table'|'text'|'web'
 ---@alias turnstoned.PlanStatus 'done'|'in_progress'|'pending'
+---@alias turnstoned.ElicitAction 'accept'|'cancel'|'decline'
 ---@alias turnstoned.SymbolAction 'definition'|'references'
 
 local M = {}
@@ -940,6 +951,7 @@ M.methods = {
   item_tool_request_approval = "item/tool/requestApproval",
   mcp_server_request_trust = "mcpServer/requestTrust",
   policy_request_trust = "policy/requestTrust",
+  mcp_server_elicit = "mcpServer/elicit",
   editor_diagnostics = "editor/diagnostics",
   editor_open_files = "editor/openFiles",
   editor_symbol = "editor/symbol",
@@ -1009,6 +1021,7 @@ M.directions = {
   ["item/tool/requestApproval"] = { direction = "daemon->client", kind = "request" },
   ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
   ["policy/requestTrust"] = { direction = "daemon->client", kind = "request" },
+  ["mcpServer/elicit"] = { direction = "daemon->client", kind = "request" },
   ["editor/diagnostics"] = { direction = "daemon->client", kind = "request" },
   ["editor/openFiles"] = { direction = "daemon->client", kind = "request" },
   ["editor/symbol"] = { direction = "daemon->client", kind = "request" },

@@ -4,8 +4,10 @@
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/../helpers.lua')
 local api = vim.api
 
-vim.o.columns, vim.o.lines = 160, 50
+-- Headless Neovim 0.11 aborts drawing :checkhealth's tab after 'columns' was set: the
+-- default size, and a wide chat window for the winbar.
 local model, home = H.with_daemon()
+vim.g.turnstoned = vim.tbl_extend('force', vim.g.turnstoned, { width = 0.9 })
 
 local turnstoned = require('turnstoned')
 local session = require('turnstoned.session')
@@ -135,6 +137,13 @@ H.test('a first run offers the model a local server serves; model/use saves it a
     end
   end
   local base = probed and ('http://127.0.0.1:%d/v1'):format(port) or model.base_url
+  if probed then -- :checkhealth names what the probe found
+    vim.cmd('checkhealth turnstoned')
+    local report = H.text(api.nvim_get_current_buf())
+    vim.cmd.bwipeout()
+    H.ok(report:find('WARNING no model is configured; local servers serve: scripted on Ollama (' .. base .. ')', 1, true),
+      report)
+  end
   local seen = H.stub_select(function(_, labels)
     return vim.startswith(labels[1], 'Use it') and 1 or H.find(labels, 'scripted on Ollama')
   end)
