@@ -37,7 +37,7 @@ PROTOCOL_VERSION = 1
 # turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
 # and ``mention`` and ``image`` input items (``images`` on userMessage items),
 # session/commands, the update_plan tool and plan/updated, session/delete and ``cwd`` on
-# session/list.
+# session/list, mcpServer/elicit.
 PROTOCOL_REVISION = "1.13"
 
 
@@ -1295,6 +1295,30 @@ class McpTrustResponse(Wire, kw_only=True):
     decision: Literal["trust", "deny", "dismiss"]
 
 
+# ---------------------------------------------------------------- MCP elicitation
+
+
+class McpElicitParams(Event, kw_only=True):
+    """An MCP server asks the user a question while a session's call of one of its tools
+    runs: a form for ``requestedSchema`` (a flat JSON Schema object: string, number,
+    integer, boolean and enum properties, with defaults and ``required``)."""
+
+    session_id: str
+    server: str
+    message: str
+    requested_schema: dict[str, Any] = {}
+
+
+ElicitAction = Literal["accept", "decline", "cancel"]
+
+
+class McpElicitResponse(Wire, kw_only=True):
+    """``accept`` with ``content`` (the form's values), ``decline`` or ``cancel``."""
+
+    action: ElicitAction
+    content: dict[str, Any] | None = None
+
+
 # ---------------------------------------------------------------- the editor's services
 
 
@@ -1524,6 +1548,8 @@ METHODS: tuple[Method, ...] = (
            McpTrustResponse, "Ask whether the servers of a project's .mcp.json may run."),
     Method("policy/requestTrust", "daemon->client", "request", PolicyTrustRequestParams,
            McpTrustResponse, "Ask whether a workspace's policies file may allow tool calls."),
+    Method("mcpServer/elicit", "daemon->client", "request", McpElicitParams, McpElicitResponse,
+           "An MCP server asks the user something while its tool runs: show a form."),
     Method("editor/diagnostics", "daemon->client", "request", EditorDiagnosticsParams,
            EditorDiagnosticsResult, "The diagnostics the editor shows for a file or the workspace."),
     Method("editor/openFiles", "daemon->client", "request", EditorOpenFilesParams,

@@ -206,3 +206,40 @@ async def test_interrupting_an_mcp_call_reports_unknown(mcp_engine: Engine, sink
     model.push(tool_calls([("e1", "mcp__ev__echo", '{"text": "still here"}')]), text("ok"))
     await run(mcp_engine, sink, sid, "echo")
     assert "still here" in tool_messages(model.requests[-1])[-1]["content"]
+
+
+# A server's question during a tool call (MCP elicitation) reaches the user, and the
+# answer reaches the server; with no one to ask, the server hears "decline".
+
+ASKING = ('[tools]\nsearch = "off"\nauto_approve_tools = ["mcp__asking__book"]\n'
+          + server_toml("asking", "asking.py"))
+
+
+@pytest.mark.parametrize("mcp_engine", [ASKING], indirect=True)
+async def test_the_users_answer_reaches_the_server(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    asked: list[p.McpElicitParams] = []
+
+    async def user(params: p.McpElicitParams) -> p.McpElicitResponse:
+        asked.append(params)
+        return p.McpElicitResponse(action="accept", content={"name": "Ada", "seats": 3,
+                                                             "window": True})
+    mcp_engine.services.elicit = user
+    model.push(tool_calls([("m1", "mcp__asking__book", "{}")]), text("booked"))
+    sid = start(mcp_engine, tmp_path)
+    await run(mcp_engine, sink, sid, "book a table")
+    assert tool_messages(model.requests[1])[0]["content"] == "booked Ada x3 window=True"
+    [question] = asked
+    assert question.session_id == sid and question.server == "asking"
+    assert question.message == "Who is the booking for?"
+    props: dict[str, Any] = question.requested_schema["properties"]
+    assert props["seats"]["default"] == 2 and question.requested_schema["required"] == ["name"]
+
+
+@pytest.mark.parametrize("mcp_engine", [ASKING], indirect=True)
+async def test_with_no_one_to_ask_the_server_hears_decline(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    mcp_engine.services.elicit = None
+    model.push(tool_calls([("m1", "mcp__asking__book", "{}")]), text("none"))
+    await run(mcp_engine, sink, start(mcp_engine, tmp_path), "book a table")
+    assert tool_messages(model.requests[1])[0]["content"] == "no booking: decline"

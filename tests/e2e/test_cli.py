@@ -203,3 +203,18 @@ def test_ctrl_c_at_the_approval_prompt_ends_the_private_chat_cleanly(
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert not (tmp_path / "made.txt").exists()
+
+
+def test_a_servers_question_is_a_form_on_the_terminal(model: ScriptedModel, isolated_home: Path,
+                                                      tmp_path: Path) -> None:
+    from tests.component.test_mcp_engine import server_toml
+    from tests.conftest import write_config
+
+    write_config(isolated_home, '[tools]\nsearch = "off"\n' + server_toml("asking", "asking.py"))
+    model.push(tool_calls([("m1", "mcp__asking__book", "{}")]), text("done"))
+    out = chat(["--yes", "--cwd", str(tmp_path), "book"], model, isolated_home,
+               stdin="\nAda\n\ny\n")
+    assert out.returncode == 0, out.stderr
+    assert "[asking] Who is the booking for?" in out.stderr
+    assert "this one is required" in out.stderr  # an empty name asks again
+    assert "booked Ada x2 window=True" in out.stderr  # the default seats, the answered window

@@ -226,6 +226,70 @@ def ask_terminal(params: Message) -> Message:
               file=sys.stderr)
 
 
+def _field(name: str, spec: Message, required: bool) -> tuple[bool, Any]:
+    """One form field asked on the terminal: (answered, value); raises NoAnswer at end of
+    input. Empty keeps the default (or leaves an optional field out)."""
+    kind = spec.get("type", "string")
+    choices = spec.get("enum")
+    default = spec.get("default")
+    hint = "/".join(map(str, choices)) if choices else kind
+    extra = f", default {default}" if default is not None else ""
+    while True:
+        label = spec.get("title") or name
+        print(f"  {label} ({hint}{extra}{', required' if required else ''}): ", end="",
+              file=sys.stderr, flush=True)
+        line = _read_line()
+        if line is None:
+            raise NoAnswer("end of input")
+        text = line.strip()
+        if text == "!decline":
+            return False, "!decline"
+        if not text:
+            if default is not None:
+                return True, default
+            if not required:
+                return False, None
+            print("    this one is required", file=sys.stderr)
+            continue
+        try:
+            if kind == "boolean":
+                if text.lower() not in ("y", "yes", "true", "n", "no", "false"):
+                    raise ValueError("answer y or n")
+                return True, text.lower() in ("y", "yes", "true")
+            if kind == "integer":
+                return True, int(text)
+            if kind == "number":
+                return True, float(text)
+        except ValueError as exc:
+            print(f"    {exc}", file=sys.stderr)
+            continue
+        if choices and text not in map(str, choices):
+            print(f"    one of: {hint}", file=sys.stderr)
+            continue
+        return True, text
+
+
+def ask_form(params: Message) -> Message:
+    """An MCP server's question (mcpServer/elicit), as a form on the terminal; `!decline`
+    declines, end of input cancels."""
+    schema = params.get("requestedSchema") or {}
+    props: dict[str, Message] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    print(f"\n[{params['server']}] {params['message']}", file=sys.stderr)
+    print("  (empty: the default; !decline: decline; end of input: cancel)", file=sys.stderr)
+    content: Message = {}
+    try:
+        for name, spec in props.items():
+            answered, value = _field(name, spec, name in required)
+            if value == "!decline":
+                return {"action": "decline"}
+            if answered:
+                content[name] = value
+    except NoAnswer:
+        return {"action": "cancel"}
+    return {"action": "accept", "content": content}
+
+
 def answer_trust(params: Message, trust: bool) -> Message:
     """mcpServer/requestTrust: trust with --trust-mcp, else say how and ask later."""
     if trust:
@@ -518,6 +582,8 @@ def _answerer(opts: argparse.Namespace) -> Callable[[Message], Any]:
             return {"decision": "approve"} if opts.yes else ask_terminal(msg["params"])
         if msg["method"] == "mcpServer/requestTrust":
             return answer_trust(msg["params"], opts.trust_mcp)
+        if msg["method"] == "mcpServer/elicit":
+            return ask_form(msg["params"])
         raise LookupError(msg["method"])
     return answer
 

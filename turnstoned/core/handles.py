@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from turnstoned import protocol as p
 from turnstoned.tools.base import PreparedCall, ToolContext, ToolOutput, prepare_error
 
 if TYPE_CHECKING:
@@ -106,7 +107,17 @@ class McpToolHandle:
                             needs_approval=True, approval_label=self.name, data=args)
 
     async def execute(self, call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        result = await self.manager.call_tool(self.name, call.data)
+        elicit, server = ctx.env.services.elicit, self.tool.server
+
+        async def asker(message: str, schema: dict[str, Any]
+                        ) -> tuple[str, dict[str, Any] | None]:
+            """The server's question, to the user (no editor able to answer: declined)."""
+            answer = await elicit(p.McpElicitParams(
+                session_id=ctx.env.session_id, server=server, message=message,
+                requested_schema=schema)) if elicit is not None else None
+            return (answer.action, answer.content) if answer is not None else ("decline", None)
+
+        result = await self.manager.call_tool(self.name, call.data, asker=asker)
         return ToolOutput(result.content, is_error=result.is_error,
                           effect_status=result.effect_status)
 

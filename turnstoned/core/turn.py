@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MCP_READY_SECONDS = 10  # a turn waits this long for MCP servers still connecting
+
 PARTIAL_KEPT = 65_536  # characters of a failed reply's text the conversation keeps
 
 
@@ -106,6 +108,13 @@ class TurnRunner:
 
     async def _loop(self) -> None:
         model = self.model_for(self.session.id)
+        manager = self.session.env.services.mcp
+        if manager is not None:  # a turn right after the daemon started: let servers connect
+            try:
+                await manager.wait_ready(MCP_READY_SECONDS)
+            except TimeoutError:
+                log.info("MCP servers still connecting after %ds; the turn goes on without "
+                         "them", MCP_READY_SECONDS)
         self.session.env.settings.supports_vision = model.supports_vision
         compactor = compaction.compactor(self.session, self.config, model, self.sink)
         # The window the prompt and tools are sized for: a smaller one the server named wins.

@@ -323,6 +323,25 @@ class Router:
         except msgspec.ValidationError as exc:
             raise EditorUnavailable(f"{method}: the answer is not valid ({exc})") from exc
 
+    async def request_elicitation(self, params: p.McpElicitParams) -> p.McpElicitResponse | None:
+        """An MCP server's question, asked of every connection following the session (the
+        first answer wins); None when none could answer (the server is told: declined)."""
+        from pygls.exceptions import JsonRpcException
+
+        targets = list(self.followers_of(params.session_id))
+        if not targets:
+            return None
+        try:
+            raw = await self._ask(_Question(params, "elicit", params.session_id), targets)
+        except (Unanswerable, JsonRpcException) as exc:
+            log.info("mcpServer/elicit was not answered: %s", exc)
+            return None
+        try:
+            return msgspec.convert(raw, p.McpElicitResponse)
+        except msgspec.ValidationError:
+            log.warning("mcpServer/elicit answer is not valid: %r", raw)
+            return None
+
     async def request_mcp_trust(
         self, params: p.McpTrustRequestParams
     ) -> p.McpTrustResponse | None:

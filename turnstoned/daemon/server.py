@@ -94,6 +94,7 @@ class EngineHolder:
             self.on_config(cfg)
             self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
             self.engine.services.editor = self.sink  # the editors' diagnostics, buffers, ...
+            self.engine.services.elicit = self.sink.request_elicitation  # servers' questions
             self.engine.start()
             self._discover(cfg)
         except config.ConfigError as exc:

@@ -27,7 +27,7 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -43,6 +43,9 @@ from turnstoned import __version__, guard
 from turnstoned.mcp import discovery, render
 from turnstoned.mcp.config import ServerSpec
 from turnstoned.mcp.models import ConnectError, MCPCallResult
+
+# Answers a server's question (message, requested schema) -> (action, the form's values).
+Asker = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
 
 log = logging.getLogger(__name__)
 server_log = logging.getLogger("turnstoned.mcp.server")
@@ -73,6 +76,7 @@ class Connection:
     ) -> None:
         self.spec = spec
         self._env = env
+        self._askers: list[Asker] = []  # the calls under way that can ask the user
         self._connect_timeout = connect_timeout
         self._on_list_changed = on_list_changed
         self._on_lost = on_lost
@@ -130,7 +134,8 @@ class Connection:
                     read, write = await self._enter_transport(stack)
                     watched = _WatchedStream(read, self._stream_ended)
                     session = ClientSession(
-                        watched, write, message_handler=self._on_message, client_info=CLIENT_INFO
+                        watched, write, message_handler=self._on_message, client_info=CLIENT_INFO,
+                        elicitation_callback=self._elicit,
                     )
                     await stack.enter_async_context(session)
                     try:
@@ -261,19 +266,38 @@ class Connection:
         except (MCPError, TimeoutError, RuntimeError, ValueError) as exc:
             raise ConnectError(f"listing the catalog failed: {describe(exc)}") from None
 
+    async def _elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        """A server's question during a call: asked through the newest call under way that
+        can ask (none: declined). URL-mode questions are declined: no browser flow here."""
+        if not self._askers or getattr(params, "mode", "form") == "url":
+            return types.ElicitResult(action="decline")
+        schema: Any = getattr(params, "requested_schema", None)
+        shown = (schema.model_dump(by_alias=True, exclude_none=True)
+                 if hasattr(schema, "model_dump") else dict(schema or {}))
+        action, content = await self._askers[-1](str(params.message), shown)
+        chosen = action if action in ("accept", "decline", "cancel") else "decline"
+        return types.ElicitResult(action=chosen,  # type: ignore[arg-type]
+                                  content=content if chosen == "accept" else None)
+
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], timeout: float
+        self, tool: str, arguments: dict[str, Any], timeout: float, asker: Asker | None = None
     ) -> MCPCallResult:
-        """``tools/call``; failures are error results (only cancellation propagates)."""
+        """``tools/call``; failures are error results (only cancellation propagates).
+        ``asker`` answers the server's questions (elicitation) while the call runs."""
         session = self.session
         if session is None:
             return self._not_connected()
+        if asker is not None:
+            self._askers.append(asker)
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
             return self._request_error(exc, "tool", timeout)
         except (RuntimeError, ValueError) as exc:  # malformed result, output-schema mismatch
             return MCPCallResult(content=f"MCP tool error: {exc}", is_error=True)
+        finally:
+            if asker is not None:
+                self._askers.remove(asker)
         return render.tool_result(result)
 
     async def read_resource(self, uri: str, timeout: float) -> MCPCallResult:

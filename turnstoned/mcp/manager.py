@@ -39,6 +39,7 @@ import msgspec
 
 from turnstoned.mcp.catalog_index import CatalogIndex
 from turnstoned.mcp.config import ConfigIssue, ServerSpec
+from turnstoned.mcp.connection import Asker
 from turnstoned.mcp.models import (
     CatalogChange,
     MCPCallResult,
@@ -187,9 +188,11 @@ class MCPManager:
     # -- calls ---------------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
+        asker: Asker | None = None,
     ) -> MCPCallResult:
-        """Call a tool by its model-facing name; server trouble is an error result."""
+        """Call a tool by its model-facing name; server trouble is an error result.
+        ``asker`` answers the server's questions while the call runs."""
         tool = self._index.tool_by_name.get(name)
         if tool is None:
             return self._unavailable("tool", name, self._index.known_tools.get(name))
@@ -200,7 +203,7 @@ class MCPManager:
         limit = timeout if timeout is not None else (srv.spec.timeout or self._call_timeout)
         srv.inflight += 1
         try:
-            return await conn.call_tool(tool.tool, arguments, limit)
+            return await conn.call_tool(tool.tool, arguments, limit, asker)
         finally:
             srv.inflight -= 1
 

@@ -31,6 +31,8 @@ from turnstoned.protocol import (
     Event,
     FileChange,
     FileChangeKind,
+    McpElicitParams,
+    McpElicitResponse,
     SandboxUse,
     Verdict,
 )
@@ -223,6 +225,8 @@ class Services:
     set_mode: Callable[[str, ApprovalMode], object] | None = None
     # The editor following a session (its diagnostics, open files, symbols, unsaved buffers).
     editor: EditorLink | None = None
+    # Ask the user an MCP server's question (mcpServer/elicit); None: nobody could answer.
+    elicit: Callable[[McpElicitParams], Awaitable[McpElicitResponse | None]] | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""

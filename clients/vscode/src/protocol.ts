@@ -419,6 +419,26 @@ export interface McpChange {
   error?: string | null;
 }
 
+/**
+ * An MCP server asks the user a question while a session's call of one of its tools
+ * runs: a form for ``requestedSchema`` (a flat JSON Schema object: string, number,
+ * integer, boolean and enum properties, with defaults and ``required``).
+ */
+export interface McpElicitParams {
+  sessionId: string;
+  server: string;
+  message: string;
+  requestedSchema?: { [key: string]: unknown };
+}
+
+/**
+ * ``accept`` with ``content`` (the form's values), ``decline`` or ``cancel``.
+ */
+export interface McpElicitResponse {
+  action: "accept" | "cancel" | "decline";
+  content?: { [key: string]: unknown } | null;
+}
+
 export interface McpHealth {
   servers?: number;
   connected?: number;
@@ -1260,6 +1280,7 @@ export type SkillRisk = "critical" | "high" | "low" | "medium";
 export type SkillOrigin = "mcp" | "user" | "workspace";
 export type PreviewKind = "image" | "markdown" | "pdf" | "table" | "text" | "web";
 export type PlanStatus = "done" | "in_progress" | "pending";
+export type ElicitAction = "accept" | "cancel" | "decline";
 export type SymbolAction = "definition" | "references";
 
 /** Every method name of the protocol. */
@@ -1325,6 +1346,7 @@ export const Method = {
   itemToolRequestApproval: "item/tool/requestApproval",
   mcpServerRequestTrust: "mcpServer/requestTrust",
   policyRequestTrust: "policy/requestTrust",
+  mcpServerElicit: "mcpServer/elicit",
   editorDiagnostics: "editor/diagnostics",
   editorOpenFiles: "editor/openFiles",
   editorSymbol: "editor/symbol",
@@ -1397,6 +1419,7 @@ export interface DaemonRequests {
   "item/tool/requestApproval": { params: ApprovalRequestParams; result: ApprovalResponse };
   "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
   "policy/requestTrust": { params: PolicyTrustRequestParams; result: McpTrustResponse };
+  "mcpServer/elicit": { params: McpElicitParams; result: McpElicitResponse };
   "editor/diagnostics": { params: EditorDiagnosticsParams; result: EditorDiagnosticsResult };
   "editor/openFiles": { params: EditorOpenFilesParams; result: EditorOpenFilesResult };
   "editor/symbol": { params: EditorSymbolParams; result: EditorSymbolResult };

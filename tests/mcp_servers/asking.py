@@ -1,0 +1,33 @@
+"""An MCP server whose tool asks the user a question (elicitation) before it answers.
+
+    python asking.py        (stdio)
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
+
+
+class Booking(BaseModel):
+    name: str = Field(description="Who the table is for")
+    seats: int = Field(default=2, description="How many seats")
+    window: bool = Field(default=False, description="A window table")
+
+
+def build() -> MCPServer:
+    server = MCPServer("asking", version="1.0.0", log_level="WARNING")
+
+    @server.tool(description="Book a table: asks the user for the details.")
+    async def book(ctx: Context) -> str:
+        result = await ctx.elicit("Who is the booking for?", schema=Booking)
+        if result.action == "accept" and result.data is not None:
+            data = result.data
+            return f"booked {data.name} x{data.seats} window={data.window}"
+        return f"no booking: {result.action}"
+
+    return server
+
+
+if __name__ == "__main__":
+    build().run()
