@@ -517,7 +517,9 @@ function M.resume(sid, cb)
     chat.instructions = result.instructions or chat.instructions
     chat.info = result.session
     chat.mode = result.session and result.session.approvalMode or chat.mode
-    chat.model = result.session and result.session.model or nil
+    -- A live session's info may still name the model it started with after session/setModel:
+    -- what this chat was told by setModel stands.
+    chat.model = result.session and result.session.model or chat.model
     if result.plan and #result.plan > 0 and not chat.plan then
       plan.resumed(chat, result.plan, M.last_turn(result.items))
     end
