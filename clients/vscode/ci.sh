@@ -16,7 +16,9 @@ npx tsc --noEmit -p .
 node esbuild.mjs
 npx vitest run
 npx vitest run --config vitest.browser.mts
-npx vsce package --no-dependencies --skip-license --allow-missing-repository -o dist/turnstoned.vsix
+# vsce runs `vscode:prepublish`: the bundle and the daemon's wheel (dist/daemon/), which must ship.
+TURNSTONED_REQUIRE_WHEEL=1 npx vsce package --no-dependencies --skip-license --allow-missing-repository -o dist/turnstoned.vsix
+python3 -m zipfile -l dist/turnstoned.vsix | grep -q 'extension/dist/daemon/turnstoned-.*\.whl' || { echo "the .vsix has no daemon wheel" >&2; exit 1; }
 echo "clients/vscode: install, type check, unit, protocol and browser tests, .vsix: $((SECONDS - start)) s"
 
 # The extension in a real VS Code (code-server), unless told not to.

@@ -217,6 +217,7 @@ export function startApp(host: Host): App {
     "turnstoned.openChat": () => chat.reveal(),
     "turnstoned.interrupt": () => chat.interrupt(),
     "turnstoned.restart": () => daemon.restart(),
+    "turnstoned.installDaemon": () => daemon.install(),
     "turnstoned.showOutput": () => host.showOutput(),
     "turnstoned.setApiKey": async () => {
       const key = await host.input({ prompt: "API key of the model server (kept in VS Code's secret storage)", password: true });

@@ -4,7 +4,8 @@ import { TurnstonedClient } from "./client";
 import type { DaemonEvent } from "./protocol";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
-import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail, type Problem } from "./launch";
+import { daemonLaunch, daemonStopped, missingDaemon, notInstalled, StderrTail, type Problem } from "./launch";
+import { FOUND_KEY, installDaemon, InstallError, locateDaemon, runProcess, type Found, type Runner } from "./locate";
 import { INITIALIZATION_OPTIONS, type EditorServices } from "./editor";
 import { askMcpTrust } from "./mcp";
 import { askPolicyTrust } from "./policies";
@@ -18,7 +19,20 @@ export type DaemonState =
   | { state: "ready"; health: DaemonHealthResult }
   | { state: "stopped"; problem: Problem | null };
 
+/** What a test may replace: the environment the daemon starts with, how programs run, what an install installs. */
+export interface DaemonOptions {
+  env?: NodeJS.ProcessEnv;
+  run?: Runner;
+  /** pip's source when no wheel ships inside the extension (default: `turnstoned` from the package index). */
+  installSource?: string;
+}
+
+/** The offer's action when no daemon is found. */
+export const INSTALL_ACTION = "Install turnstoned";
+
 export class Daemon {
+  private launched = "turnstoned";
+  private installing: Promise<TurnstonedClient | null> | null = null;
   private handle: DaemonHandle | null = null;
   private current: TurnstonedClient | null = null;
   private stopping = false;
@@ -34,7 +48,7 @@ export class Daemon {
   /** Every notification of the running daemon (across restarts). */
   readonly onEvent = this.events.event;
 
-  constructor(private readonly host: Host, private readonly broker: ApprovalBroker, private readonly editor?: EditorServices) {}
+  constructor(private readonly host: Host, private readonly broker: ApprovalBroker, private readonly editor?: EditorServices, private readonly options: DaemonOptions = {}) {}
 
   get client(): TurnstonedClient | null {
     return this.status.state === "ready" ? this.current : null;
@@ -54,14 +68,28 @@ export class Daemon {
   private async start(): Promise<TurnstonedClient | null> {
     const generation = ++this.generation;
     const apiKey = await this.host.secret(API_KEY_SECRET);
-    const launch = daemonLaunch(this.host.settings(), apiKey, process.env);
-    const program = resolveCommand(launch.command, launch.env, this.host.activeFolder()?.path);
-    if (!program) return this.fail(missingDaemon(launch.command));
+    const settings = this.host.settings();
+    const launch = daemonLaunch(settings, apiKey, this.options.env ?? process.env);
     this.setState({ state: "starting" });
+    const cwd = this.host.activeFolder()?.path;
+    const found = await locateDaemon(settings.command, {
+      env: launch.env,
+      cwd,
+      storage: this.host.globalStorage(),
+      pythonInterpreter: () => this.host.pythonInterpreter(),
+      run: this.options.run ?? runProcess,
+      remembered: this.host.globalMemento<Found>(FOUND_KEY),
+    });
+    if (generation !== this.generation) return null;
+    if (!found) return settings.command ? this.fail(missingDaemon(settings.command)) : this.offerInstall();
+    // A configured command always wins; a found one is remembered, so the next start looks no further.
+    if (found.via !== "setting") await this.host.setGlobalMemento(FOUND_KEY, found);
+    this.launched = [found.command, ...found.args].join(" ");
+    this.host.log(`daemon: ${this.launched}${found.via === "setting" ? "" : ` (found: ${found.via})`}`);
     this.tail.clear();
     this.stopping = false;
     try {
-      this.handle = await this.host.startDaemon({ ...launch, command: program }, this.host.activeFolder()?.path, {
+      this.handle = await this.host.startDaemon({ ...launch, command: found.command, args: [...found.args, ...launch.args] }, cwd, {
         onStderr: (chunk) => this.tail.push(chunk),
         onExit: (code, signal) => this.exited(generation, code, signal),
       }, INITIALIZATION_OPTIONS);
@@ -85,7 +113,9 @@ export class Daemon {
       if (generation !== this.generation) return null;
       const reason = err instanceof Error ? err.message : String(err);
       await this.stopHandle();
-      return this.fail(daemonStopped(launch.command, {}, this.tail.text() || reason));
+      // What was found may be gone or broken: look again next time.
+      if (found.via !== "setting") await this.host.setGlobalMemento(FOUND_KEY, undefined);
+      return this.fail(daemonStopped(this.launched, {}, this.tail.text() || reason));
     }
   }
 
@@ -102,13 +132,60 @@ export class Daemon {
     return null;
   }
 
+  /** No daemon anywhere: say so and offer to install one. */
+  private offerInstall(): null {
+    const problem = notInstalled();
+    this.setState({ state: "stopped", problem });
+    this.host.log(`${problem.message}\n${problem.detail}`);
+    if (this.superseded) return null;
+    void this.host.error(problem.message, problem.detail, INSTALL_ACTION, "Open Settings", "Show Output").then((choice) => {
+      if (choice === INSTALL_ACTION) void this.install();
+      else if (choice === "Open Settings") this.host.openSettings("turnstoned.command");
+      else if (choice === "Show Output") this.host.showOutput();
+    });
+    return null;
+  }
+
+  /**
+   * Install the daemon into the private environment (with a progress notification, its output
+   * in the log), remember it and start it.
+   */
+  install(): Promise<TurnstonedClient | null> {
+    return (this.installing ??= this.runInstall().finally(() => (this.installing = null)));
+  }
+
+  private async runInstall(): Promise<TurnstonedClient | null> {
+    let found: Found;
+    try {
+      found = await this.host.withProgress("Installing turnstoned", (report) => installDaemon({
+        storage: this.host.globalStorage(),
+        extensionPath: this.host.extensionPath(),
+        source: this.options.installSource,
+        run: this.options.run ?? runProcess,
+        log: (line) => this.host.log(`[install] ${line}`),
+        progress: report,
+      }));
+    } catch (err) {
+      const text = err instanceof InstallError ? err.message : `turnstoned: the install failed: ${err instanceof Error ? err.message : String(err)}`;
+      const [message = text, ...rest] = text.split("\n");
+      this.host.log(text);
+      void this.host.error(message, rest.join("\n") || "The turnstoned output has the details.", "Show Output", "Open Settings").then((choice) => {
+        if (choice === "Show Output") this.host.showOutput();
+        else if (choice === "Open Settings") this.host.openSettings("turnstoned.command");
+      });
+      return null;
+    }
+    await this.host.setGlobalMemento(FOUND_KEY, found);
+    return this.restart();
+  }
+
   private exited(generation: number, code: number | null, signal: string | null): void {
     if (generation !== this.generation || this.stopping) return;
     this.broker.withdrawAll();
     this.current?.dispose();
     this.current = null;
     this.handle = null;
-    this.fail(daemonStopped(this.host.settings().command, { code, signal }, this.tail.text()));
+    this.fail(daemonStopped(this.launched, { code, signal }, this.tail.text()));
   }
 
   /** Refresh the health figures shown in the status bar. */

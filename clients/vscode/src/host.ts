@@ -78,6 +78,16 @@ export interface Host {
   storeSecret(key: string, value: string | undefined): Promise<void>;
   memento<T>(key: string): T | undefined;
   setMemento(key: string, value: unknown): Promise<void>;
+  /** Like `memento`, across every window and workspace (globalState). */
+  globalMemento<T>(key: string): T | undefined;
+  setGlobalMemento(key: string, value: unknown): Promise<void>;
+  /** The extension's own directory, and its global storage directory (may not exist yet). */
+  extensionPath(): string;
+  globalStorage(): string;
+  /** The interpreter the Python extension has selected (else `python.defaultInterpreterPath`), if any. */
+  pythonInterpreter(): Promise<string | undefined>;
+  /** Run `task` under a progress notification; `report` updates its message. */
+  withProgress<T>(title: string, task: (report: (message: string) => void) => Promise<T>): Promise<T>;
   folders(): Folder[];
   /** The folder of the active editor, else the first folder. */
   activeFolder(): Folder | undefined;

@@ -80,14 +80,22 @@ export interface Problem {
 }
 
 const INSTALL_HINT =
-  "Install turnstoned (in a checkout: `python3 -m venv .venv && .venv/bin/pip install -e .`) " +
-  "and set `turnstoned.command` to the daemon, e.g. `/path/to/turnstoned/.venv/bin/turnstoned`.";
+  "Run “turnstoned: Install the Daemon”, or install turnstoned yourself (`pipx install turnstoned`, or in a checkout " +
+  "`python3 -m venv .venv && .venv/bin/pip install -e .`) and leave `turnstoned.command` empty or set it to the daemon.";
 
 /** The daemon program could not be found or run. */
 export function missingDaemon(command: string): Problem {
   return {
     message: `turnstoned: the daemon \`${command}\` was not found (not on PATH, or not executable).`,
     detail: INSTALL_HINT,
+  };
+}
+
+/** No daemon on PATH, in the Python extension's interpreter or in the private environment. */
+export function notInstalled(): Problem {
+  return {
+    message: "turnstoned: the daemon is not installed.",
+    detail: "It is not on PATH, the Python interpreter selected in VS Code has no `turnstoned`, and there is no private install yet. Install it into an environment of its own (Python 3.11+ needed), or set `turnstoned.command`.",
   };
 }
 

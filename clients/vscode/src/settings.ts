@@ -6,7 +6,7 @@ import type { ApprovalMode } from "./protocol";
 export type LogLevel = "DEBUG" | "INFO" | "WARNING" | "ERROR";
 
 export interface Settings {
-  /** The daemon program: a name on PATH or an absolute path. */
+  /** The daemon program: a name on PATH or an absolute path; "" finds (or installs) it. */
   command: string;
   /** Its arguments; `["attach"]` bridges to the user's resident daemon (`turnstoned serve`). */
   args: string[];
@@ -52,7 +52,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
   const mode = get("approvalMode");
   const editor = get("editorContext");
   return {
-    command: str(get("command"), "command") || "turnstoned",
+    command: str(get("command"), "command"),
     args: Array.isArray(args) ? args.filter((a): a is string => typeof a === "string") : [],
     model: str(get("model"), "model"),
     baseUrl: str(get("baseUrl"), "baseUrl"),

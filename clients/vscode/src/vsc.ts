@@ -316,6 +316,29 @@ async function revertDocument(doc: vscode.TextDocument): Promise<boolean> {
   return !doc.isDirty;
 }
 
+/** The shape of the Python extension's API this extension reads. */
+interface PythonApi {
+  environments?: { getActiveEnvironmentPath?(resource?: vscode.Uri): { path?: string } | undefined };
+}
+
+/** The Python extension's selected interpreter, else the `python.defaultInterpreterPath` setting. */
+async function pythonInterpreter(): Promise<string | undefined> {
+  const ext = vscode.extensions.getExtension<PythonApi>("ms-python.python");
+  if (ext) {
+    try {
+      const api = ext.isActive ? ext.exports : await ext.activate();
+      const selected = api?.environments?.getActiveEnvironmentPath?.(vscode.workspace.workspaceFolders?.[0]?.uri)?.path;
+      if (selected) return selected;
+    } catch {
+      // The Python extension failed: fall back to its setting.
+    }
+  }
+  const configured = vscode.workspace.getConfiguration("python").get<string>("defaultInterpreterPath");
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const value = configured?.trim().replace(/\$\{workspaceFolder\}/g, folder ?? "");
+  return value && value !== "python" ? value : undefined;
+}
+
 export function createHost(context: vscode.ExtensionContext): Host {
   const output = vscode.window.createOutputChannel("turnstoned", { log: true });
   const trace = traceChannel(output, context);
@@ -351,6 +374,15 @@ export function createHost(context: vscode.ExtensionContext): Host {
     storeSecret: async (key, value) => { if (value) await context.secrets.store(key, value); else await context.secrets.delete(key); },
     memento: (key) => context.workspaceState.get(key),
     setMemento: async (key, value) => { await context.workspaceState.update(key, value); },
+    globalMemento: (key) => context.globalState.get(key),
+    setGlobalMemento: async (key, value) => { await context.globalState.update(key, value); },
+    extensionPath: () => context.extensionUri.fsPath,
+    globalStorage: () => context.globalStorageUri.fsPath,
+    pythonInterpreter,
+    withProgress: (title, task) => Promise.resolve(vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: false },
+      (progress) => task((message) => progress.report({ message })),
+    )),
     folders: () => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, path: f.uri.fsPath })),
     activeFolder,
     log: (line) => output.info(line),

@@ -127,6 +127,29 @@ export class FakeHost implements Host {
   storeSecret = async (key: string, value: string | undefined) => { if (value) this.secrets.set(key, value); else this.secrets.delete(key); };
   memento = <T>(key: string) => this.mementos.get(key) as T | undefined;
   setMemento = async (key: string, value: unknown) => { this.mementos.set(key, value); };
+  globalMementos = new Map<string, unknown>();
+  globalMemento = <T>(key: string) => this.globalMementos.get(key) as T | undefined;
+  setGlobalMemento = async (key: string, value: unknown) => { this.globalMementos.set(key, value); };
+  /** The extension's directory and its global storage (tests point them at temporary ones). */
+  extensionDir = "/nonexistent/turnstoned-extension";
+  storageDir = "/nonexistent/turnstoned-storage";
+  extensionPath = () => this.extensionDir;
+  globalStorage = () => this.storageDir;
+  /** What the Python extension has selected. */
+  selectedPython: string | undefined = undefined;
+  pythonInterpreter = async () => this.selectedPython;
+  /** Progress notifications: their title and every message reported. */
+  progress: { title: string; messages: string[]; done: boolean }[] = [];
+  withProgress = async <T>(title: string, task: (report: (message: string) => void) => Promise<T>): Promise<T> => {
+    const entry = { title, messages: [] as string[], done: false };
+    this.progress.push(entry);
+    try {
+      return await task((m) => { entry.messages.push(m); this.changed(); });
+    } finally {
+      entry.done = true;
+      this.changed();
+    }
+  };
   folders = () => [this.folder];
   activeFolder = () => this.folder;
   log = (line: string) => { this.logs.push(line); };

@@ -21,8 +21,9 @@ describe("settings", () => {
     expect(readSettings((k) => ({ approvalMode: "plan" } as Record<string, unknown>)[k]).approvalMode).toBe("plan");
     expect(readSettings((k) => ({ approvalMode: "default" } as Record<string, unknown>)[k]).approvalMode).toBeNull();
     const props = manifest.contributes.configuration.properties;
-    expect(props["turnstoned.command"].default).toBe("turnstoned");
-    expect(readSettings(() => undefined).command).toBe("turnstoned");
+    // Empty: the extension finds the daemon (or offers to install it).
+    expect(props["turnstoned.command"].default).toBe("");
+    expect(readSettings(() => undefined).command).toBe("");
   });
 
   it("lets no workspace choose what runs, where the key goes, whether approvals are skipped or what runs unasked", () => {
