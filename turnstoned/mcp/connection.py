@@ -44,6 +44,18 @@ from turnstoned.mcp import discovery, render
 from turnstoned.mcp.config import ServerSpec
 from turnstoned.mcp.models import ConnectError, MCPCallResult
 
+
+def with_defaults(content: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """An accepted form's values, with the schema's default for each field left out (as
+    the spec asks of a client: a form that shows defaults sends them)."""
+    props = schema.get("properties")
+    filled = dict(content)
+    for name, spec in (props.items() if isinstance(props, dict) else ()):
+        if name not in filled and isinstance(spec, dict) and "default" in spec:
+            filled[name] = spec["default"]
+    return filled
+
+
 # Answers a server's question (message, requested schema) -> (action, the form's values).
 Asker = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
 
@@ -276,8 +288,9 @@ class Connection:
                  if hasattr(schema, "model_dump") else dict(schema or {}))
         action, content = await self._askers[-1](str(params.message), shown)
         chosen = action if action in ("accept", "decline", "cancel") else "decline"
-        return types.ElicitResult(action=chosen,  # type: ignore[arg-type]
-                                  content=content if chosen == "accept" else None)
+        if chosen != "accept":
+            return types.ElicitResult(action=chosen)  # type: ignore[arg-type]
+        return types.ElicitResult(action="accept", content=with_defaults(content or {}, shown))
 
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], timeout: float, asker: Asker | None = None
