@@ -87,3 +87,23 @@ def test_typing_narrows_and_stays_correct() -> None:
     assert set(seen[4]) == {"a/b/config.py", "conf/fig.txt", "x/confirm.md"}
     assert [h.path for h in index.find("zz", 10)] == []
     assert next(h.path for h in index.find("cfg", 10)) == "a/b/config.py"
+
+
+async def test_a_mention_sent_while_a_turn_runs_is_read_at_its_next_seam(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    import threading
+
+    from tests.fakes.model_server import gated
+
+    ws = workspace(tmp_path / "ws")
+    gate = threading.Event()
+    model.push(gated("fir", "st", gate), text("second"))
+    sid = start(engine, ws)
+    first, _ = engine.start_turn(sid, ["start"])
+    _, queued = engine.start_turn(sid, ["and @docs/api.md"], None,
+                                  [p.MentionInput(path="docs/api.md")])
+    assert queued
+    gate.set()
+    await sink.wait_for("turn/completed", lambda e: e["turnId"] == first, 20)
+    sent = [m["content"] for r in model.requests for m in r["messages"] if m["role"] == "user"]
+    assert any("[Mentioned docs/api.md]" in c and "and @docs/api.md" in c for c in sent)

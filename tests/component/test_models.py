@@ -61,6 +61,8 @@ async def test_a_session_gets_a_model_of_its_own(
     await run(engine, sink, sid, "second")
     assert [r["model"] for r in model.requests] == ["scripted", "bigger"]
     assert engine.row(sid).model == "bigger"  # kept with the session
+    assert engine.get(sid).info().model == "bigger"  # and what session/resume says
+    assert next(s for s in engine.list_sessions() if s.session_id == sid).model == "bigger"
 
 
 def test_saving_a_model_keeps_the_file_and_updates_the_section(tmp_path: Path) -> None:

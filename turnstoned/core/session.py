@@ -152,8 +152,10 @@ class Session:
             return []
 
     def info(self) -> p.SessionInfo:
-        return wire.session_info(self.row, self.title, self.updated_at,
+        info = wire.session_info(self.row, self.title, self.updated_at,
                                  "running" if self.running else "idle", self.policy.mode)
+        info.model = self.model  # the session's own, as session/setModel left it
+        return info
 
     # ----------------------------------------------------------- tools
 

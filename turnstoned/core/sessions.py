@@ -257,7 +257,10 @@ class Sessions:
             if parts:
                 raise EngineError(ErrorCode.INVALID_PARAMS, "a picture goes with a new prompt: "
                                   "wait for the running turn to end (or interrupt it)")
-            session.queue_input(text)
+            # Queued input is read as text at the turn's next seam: mentioned files go in it.
+            blocks = [finder.mention_block(m, session.env.cwd, session.env.buffers)
+                      for m in mentions]
+            session.queue_input("\n\n".join([*blocks, text]))
             return session.turn.id, True
         session.wakes = 0
         # Input queued for a turn that ended first (or that a crash ended), and notices
