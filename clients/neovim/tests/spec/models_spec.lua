@@ -11,8 +11,6 @@ vim.g.turnstoned = vim.tbl_extend('force', vim.g.turnstoned, { width = 0.9 })
 
 local turnstoned = require('turnstoned')
 local session = require('turnstoned.session')
-local client = require('turnstoned.client')
-local methods = require('turnstoned.protocol').methods
 
 --- What the chat window's winbar says.
 ---@return string
@@ -75,36 +73,32 @@ H.test(':Turnstoned model picks among what model/list gives', function()
 end)
 
 --- Restart the daemon with no model configured anywhere.
-local function unconfigure()
+--- No model configured; the daemon looks for local servers only where `local_servers`
+--- says (TURNSTONED_LOCAL_SERVERS, `Name=port,...`; '' looks nowhere), so what this
+--- machine runs on the usual ports cannot change what a spec sees.
+---@param local_servers? string
+local function unconfigure(local_servers)
   turnstoned.stop()
   local config = vim.g.turnstoned
-  config.env = { TURNSTONED_HOME = home, OPENAI_API_KEY = 'sk-test' }
+  config.env = { TURNSTONED_HOME = home, OPENAI_API_KEY = 'sk-test',
+    TURNSTONED_LOCAL_SERVERS = local_servers or '' }
   vim.g.turnstoned = config
   require('turnstoned.store').set(session.cwd(), 'model', nil)
   turnstoned.new_session()
 end
 
---- Whether 127.0.0.1:`port` is free to listen on.
----@param port integer
----@return boolean
-local function free(port)
+--- A port nothing listens on (the kernel picks it).
+---@return integer
+local function free_port()
   local tcp = assert(vim.uv.new_tcp())
-  local ok = tcp:bind('127.0.0.1', port) and tcp:listen(1, function() end)
+  assert(tcp:bind('127.0.0.1', 0))
+  local port = tcp:getsockname().port
   tcp:close()
-  return ok == 0 or ok == true
+  return port
 end
 
 H.test('with no model configured and no local server: one message says how to configure', function()
-  unconfigure()
-  -- What a machine without local servers answers (probing the real ports would depend on
-  -- what this machine runs): model/list stubbed at the client layer.
-  local request = client.request
-  client.request = function(method, params, cb)
-    if method == methods.model_list then
-      return cb(nil, { configured = false, models = {} })
-    end
-    return request(method, params, cb)
-  end
+  unconfigure('') -- the daemon looks nowhere: nothing is found
   local notes = stub_notify()
   model.push({ text = 'unused' })
   local before = model.requests()
@@ -113,7 +107,6 @@ H.test('with no model configured and no local server: one message says how to co
   H.wait('the advice', function()
     return #notes > 0
   end)
-  client.request = request
   H.ok(H.text(chat.buf):find('turn failed** (notConfigured)', 1, true), H.text(chat.buf))
   H.eq(#notes, 1, 'one message')
   H.ok(notes[1]:find(':checkhealth turnstoned', 1, true) and notes[1]:find(':help turnstoned-models', 1, true), notes[1])
@@ -121,29 +114,16 @@ H.test('with no model configured and no local server: one message says how to co
 end)
 
 H.test('a first run offers the model a local server serves; model/use saves it and the next prompt uses it', function()
-  -- A second scripted model where Ollama listens, found by the daemon's own probe. When
-  -- that port is taken on this machine, model/list is stubbed at the client layer instead.
-  local port = 11434
-  local probed = free(port)
-  local ollama = probed and H.model(port) or model
-  local request = client.request
-  if not probed then
-    client.request = function(method, params, cb)
-      if method == methods.model_list then
-        return cb(nil, { configured = false, models = {
-          { name = 'scripted', baseUrl = model.base_url, server = 'Ollama' } } })
-      end
-      return request(method, params, cb)
-    end
-  end
-  local base = probed and ('http://127.0.0.1:%d/v1'):format(port) or model.base_url
-  if probed then -- :checkhealth names what the probe found
-    vim.cmd('checkhealth turnstoned')
-    local report = H.text(api.nvim_get_current_buf())
-    vim.cmd.bwipeout()
-    H.ok(report:find('WARNING no model is configured; local servers serve: scripted on Ollama (' .. base .. ')', 1, true),
-      report)
-  end
+  -- A second scripted model where the daemon looks for Ollama, found by its own probe.
+  local port = free_port()
+  unconfigure('Ollama=' .. port)
+  local ollama = H.model(port)
+  local base = ('http://127.0.0.1:%d/v1'):format(port)
+  vim.cmd('checkhealth turnstoned') -- :checkhealth names what the probe found
+  local report = H.text(api.nvim_get_current_buf())
+  vim.cmd.bwipeout()
+  H.ok(report:find('WARNING no model is configured; local servers serve: scripted on Ollama (' .. base .. ')', 1, true),
+    report)
   local seen = H.stub_select(function(_, labels)
     return vim.startswith(labels[1], 'Use it') and 1 or H.find(labels, 'scripted on Ollama')
   end)
@@ -155,7 +135,6 @@ H.test('a first run offers the model a local server serves; model/use saves it a
       return n:find('is the model now', 1, true) ~= nil
     end)
   end, 20000)
-  client.request = request
   H.ok(seen[1].prompt == 'Use scripted on Ollama?' or seen[1].prompt:find('No model is configured', 1, true),
     'the offer: ' .. vim.inspect(seen[1]))
   local saved = table.concat(vim.fn.readfile(home .. '/config/config.toml'), '\n')
@@ -169,9 +148,7 @@ H.test('a first run offers the model a local server serves; model/use saves it a
     return H.text(chat.buf):find('Hello from the local server.', 1, true) ~= nil
   end)
   H.eq(ollama.requests(), before + 1, 'the local server answered')
-  if probed then
-    ollama.stop()
-  end
+  ollama.stop()
 end)
 
 H.run()
