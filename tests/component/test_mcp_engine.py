@@ -243,3 +243,19 @@ async def test_with_no_one_to_ask_the_server_hears_decline(
     model.push(tool_calls([("m1", "mcp__asking__book", "{}")]), text("none"))
     await run(mcp_engine, sink, start(mcp_engine, tmp_path), "book a table")
     assert tool_messages(model.requests[1])[0]["content"] == "no booking: decline"
+
+
+@pytest.mark.parametrize("mcp_engine", [ASKING.replace(
+    '["mcp__asking__book"]', '["mcp__asking__book", "mcp__asking__count", "mcp__asking__where"]')],
+    indirect=True)
+async def test_a_servers_progress_shows_on_the_call_and_its_roots_are_the_sessions_folders(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    model.push(tool_calls([("m1", "mcp__asking__count", "{}")]),
+               tool_calls([("m2", "mcp__asking__where", "{}")]), text("ok"))
+    await run(mcp_engine, sink, start(mcp_engine, ws), "count, then say where")
+    streamed = "".join(e["chunk"] for e in sink.of("item/toolCall/outputDelta"))
+    assert "[progress 1/3: step 1]" in streamed and "[progress 3/3: step 3]" in streamed
+    where = tool_messages(model.requests[2])[-1]["content"]
+    assert ws.resolve().as_uri() in where.split()

@@ -1,4 +1,4 @@
-"""An MCP server whose tool asks the user a question (elicitation) before it answers.
+"""An MCP server that asks the user (elicitation), reports progress and reads the roots.
 
     python asking.py        (stdio)
 """
@@ -25,6 +25,17 @@ def build() -> MCPServer:
             data = result.data
             return f"booked {data.name} x{data.seats} window={data.window}"
         return f"no booking: {result.action}"
+
+    @server.tool(description="Count to three, reporting progress.")
+    async def count(ctx: Context) -> str:
+        for n in (1, 2, 3):
+            await ctx.report_progress(n, 3, f"step {n}")
+        return "counted"
+
+    @server.tool(description="The client's roots.")
+    async def where(ctx: Context) -> str:
+        listed = await ctx.session.list_roots()
+        return " ".join(str(root.uri) for root in listed.roots) or "(no roots)"
 
     return server
 

@@ -68,6 +68,9 @@ class Engine:
             text=f"Turns in this workspace cannot be undone: {why}", data={"reason": why}))
         self.rewinds = Rewinds(sessions, checkpoints)
         sessions.on_opened.append(self.projects.open)
+        self.mcp.set_roots(lambda: sorted({str(s.env.workspace_root())
+                                           for s in sessions.live.values()}))
+        sessions.on_opened.append(lambda _: self.mcp.roots_changed())
         build.side_calls(sessions)
         services.set_mode = sessions.set_mode
         services.agents = AgentHost(sessions)
@@ -80,7 +83,8 @@ class Engine:
         self.finder = Finder()
         services.prompt_sections += [self._instruction_section, self._skill_section,
                                      self._mcp_section]
-        sessions.on_closed += [self.previews.session_closed, self.watches.session_closed,
+        sessions.on_closed += [lambda _: self.mcp.roots_changed(),
+                               self.previews.session_closed, self.watches.session_closed,
                                lambda _: self.coordinator.session_changed()]
         sessions.on_turn_ended.append(lambda _: self.coordinator.session_changed())
 

@@ -117,7 +117,14 @@ class McpToolHandle:
                 requested_schema=schema)) if elicit is not None else None
             return (answer.action, answer.content) if answer is not None else ("decline", None)
 
-        result = await self.manager.call_tool(self.name, call.data, asker=asker)
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            """A server's progress notification, on the running call's card."""
+            if ctx.emit_output is not None:
+                of = f"/{total:g}" if total is not None else ""
+                ctx.emit_output(f"[progress {done:g}{of}{': ' + message if message else ''}]\n")
+
+        result = await self.manager.call_tool(self.name, call.data, asker=asker,
+                                              progress=progress)
         return ToolOutput(result.content, is_error=result.is_error,
                           effect_status=result.effect_status)
 

@@ -26,9 +26,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any, Self
 from urllib.parse import urlsplit
 
@@ -37,7 +39,7 @@ import httpx2
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from turnstoned import __version__, guard
 from turnstoned.mcp import discovery, render
@@ -89,6 +91,7 @@ class Connection:
         self.spec = spec
         self._env = env
         self._askers: list[Asker] = []  # the calls under way that can ask the user
+        self.roots: Callable[[], list[str]] = list  # the sessions' folders
         self._connect_timeout = connect_timeout
         self._on_list_changed = on_list_changed
         self._on_lost = on_lost
@@ -147,7 +150,7 @@ class Connection:
                     watched = _WatchedStream(read, self._stream_ended)
                     session = ClientSession(
                         watched, write, message_handler=self._on_message, client_info=CLIENT_INFO,
-                        elicitation_callback=self._elicit,
+                        elicitation_callback=self._elicit, list_roots_callback=self._roots,
                     )
                     await stack.enter_async_context(session)
                     try:
@@ -292,18 +295,44 @@ class Connection:
             return types.ElicitResult(action=chosen)  # type: ignore[arg-type]
         return types.ElicitResult(action="accept", content=with_defaults(content or {}, shown))
 
+    async def _roots(self, context: Any) -> types.ListRootsResult:
+        """The folders the daemon's sessions work in (``roots``, set by the manager)."""
+        return types.ListRootsResult(roots=[
+            types.Root.model_validate({"uri": Path(folder).as_uri(),
+                                       "name": Path(folder).name or folder})
+            for folder in self.roots()])
+
+    async def roots_changed(self) -> None:
+        """Tell the server its roots changed (a session opened or closed)."""
+        session = self.session
+        if session is None:
+            return
+        # Roots are deprecated in the newest spec revision (SEP-2577) but still what the
+        # servers people run read; the SDK's warning about it says nothing to the user.
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await session.send_roots_list_changed()
+
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], timeout: float, asker: Asker | None = None
+        self, tool: str, arguments: dict[str, Any], timeout: float, asker: Asker | None = None,
+        report: Callable[[float, float | None, str | None], None] | None = None,
     ) -> MCPCallResult:
         """``tools/call``; failures are error results (only cancellation propagates).
-        ``asker`` answers the server's questions (elicitation) while the call runs."""
+        ``asker`` answers the server's questions (elicitation) while the call runs;
+        ``report`` hears its progress notifications (progress, total, message)."""
         session = self.session
         if session is None:
             return self._not_connected()
         if asker is not None:
             self._askers.append(asker)
         try:
-            result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+            async def on_progress(progress: float, total: float | None,
+                                  message: str | None) -> None:
+                if report is not None:
+                    report(progress, total, message)
+
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                             progress_callback=on_progress)
         except MCPError as exc:
             return self._request_error(exc, "tool", timeout)
         except (RuntimeError, ValueError) as exc:  # malformed result, output-schema mismatch

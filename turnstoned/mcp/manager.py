@@ -187,9 +187,20 @@ class MCPManager:
 
     # -- calls ---------------------------------------------------------------------
 
+    def set_roots(self, roots: Callable[[], list[str]]) -> None:
+        """Where the MCP roots come from (the folders the daemon's sessions work in)."""
+        self._pool.roots = roots
+
+    def roots_changed(self) -> None:
+        """The roots changed: each connected server is told (in the background)."""
+        for srv in self._servers.values():
+            if srv.conn is not None:
+                asyncio.get_running_loop().create_task(srv.conn.roots_changed())
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
         asker: Asker | None = None,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
     ) -> MCPCallResult:
         """Call a tool by its model-facing name; server trouble is an error result.
         ``asker`` answers the server's questions while the call runs."""
@@ -203,7 +214,7 @@ class MCPManager:
         limit = timeout if timeout is not None else (srv.spec.timeout or self._call_timeout)
         srv.inflight += 1
         try:
-            return await conn.call_tool(tool.tool, arguments, limit, asker)
+            return await conn.call_tool(tool.tool, arguments, limit, asker, progress)
         finally:
             srv.inflight -= 1
 

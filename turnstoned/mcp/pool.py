@@ -112,6 +112,7 @@ class ServerPool:
         self._t = timings
         self._on_catalog = on_catalog
         self._on_status = on_status
+        self.roots: Callable[[], list[str]] = list  # the sessions' folders (MCP roots)
         self._background: set[asyncio.Task[Any]] = set()
         # Connections closing in the background (see _close_later).
         self._closing: set[asyncio.Task[Any]] = set()
@@ -288,6 +289,7 @@ class ServerPool:
                 on_list_changed=lambda c, kind: self.on_list_changed(srv, c, kind),
                 on_lost=lambda c, reason: self._on_lost(srv, c, reason),
             )
+            conn.roots = lambda: self.roots()
             srv.connecting = conn
             try:
                 await conn.open()
