@@ -80,3 +80,13 @@ async def test_configured_text_mode_starts_in_text(
     assert done["status"] == "completed" and "tools" not in model.requests[0]
     results = model.requests[1]["messages"][-1]["content"]
     assert results.count("<tool_response>") == 2 and "not found" in results.lower()
+
+
+async def test_a_model_that_writes_tagged_calls_natively_is_switched_to_text_mode(
+        engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("tagged\n")
+    model.push(text(f"Reading.\n{CALL}"), text("It says tagged."))
+    await run(engine, sink, start(engine, tmp_path), "read notes")
+    assert "tools" in model.requests[0] and "tools" not in model.requests[1]
+    assert "tagged" in model.requests[1]["messages"][-1]["content"]
+    assert "<tool_call>" not in deltas(sink)  # the markup never showed

@@ -417,15 +417,17 @@ async def stream_reply(
     if mode == "text":
         return await _text_call(model, messages, tools, on_text, on_reasoning, max_chars, names)
     auto = model.tool_calling == "auto"
+    scanner = textcalls.Scanner(names, fences=False) if auto else None
     try:
-        reply = await _stream(model, messages, tools, on_text, on_reasoning, max_chars,
-                              textcalls.Scanner(names, fences=False) if auto else None)
+        reply = await _stream(model, messages, tools, on_text, on_reasoning, max_chars, scanner)
     except ModelError as exc:
         if not (auto and exc.kind == "badRequest" and textcalls.refuses_tools(exc.message)):
             raise
         textcalls.remember(model.base_url, model.name, f"the server refused tools: {exc.message}")
         return await _text_call(model, messages, tools, on_text, on_reasoning, max_chars, names)
-    if auto and not reply.tool_calls:
+    if scanner is not None and reply.tool_calls and reply.tool_calls is scanner.calls:
+        textcalls.remember(model.base_url, model.name, "the model wrote its calls in tags")
+    elif auto and not reply.tool_calls:
         shown, calls = textcalls.calls_in(reply.content, names)
         if calls:  # the model wrote its calls as text (a server without a tool parser)
             textcalls.remember(model.base_url, model.name, "the model wrote its calls as text")
