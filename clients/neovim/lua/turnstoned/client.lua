@@ -26,7 +26,9 @@ local init_result ---@type table?
 local start_error ---@type string?
 local waiting = {} ---@type fun(err?: string)[]
 local listeners = {} ---@type table<string, fun(params: table)[]>
-local request_handlers = {} ---@type table<string, fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError))>
+local request_handlers = {} ---@type table<string, fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError), request: turnstoned.DaemonRequest)>
+---@type table<string|integer, {method: string, withdrawn?: fun()}>  daemon requests not answered yet, by id
+local open_requests = {}
 local exit_listeners = {} ---@type fun(code: integer)[]
 local generation = 0
 
@@ -38,10 +40,15 @@ function M.on(method, fn)
   table.insert(listeners[method], fn)
 end
 
---- Answer the daemon's `method` requests: `handler(params, respond)` calls `respond(result)`
---- once, now or later; `respond(nil, {code, message})` answers with a JSON-RPC error.
+---@class turnstoned.DaemonRequest
+---@field id? string|integer  its JSON-RPC id (nil when it could not be read)
+---@field on_withdraw fun(fn: fun())  run `fn` if the daemon withdraws it (`$/cancelRequest`)
+
+--- Answer the daemon's `method` requests: `handler(params, respond, request)` calls
+--- `respond(result)` once, now or later; `respond(nil, {code, message})` answers with a
+--- JSON-RPC error. `request.on_withdraw(fn)` runs `fn` when the daemon withdraws it.
 ---@param method string
----@param handler fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError))
+---@param handler fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError), request: turnstoned.DaemonRequest)
 function M.on_request(method, handler)
   request_handlers[method] = handler
 end
@@ -72,6 +79,29 @@ local function settle(err)
   end
 end
 
+--- The JSON-RPC id of the daemon request being dispatched. `vim.lsp.rpc` hands its
+--- dispatcher the method and params only, so the id is read from the message the
+--- dispatching closure holds (`decoded`); nil if Neovim's internals no longer have it.
+---@param method string
+---@return string|integer?
+local function request_id(method)
+  for level = 3, 10 do
+    local info = debug.getinfo(level, 'f')
+    if not info then
+      return nil
+    end
+    for i = 1, 64 do
+      local name, value = debug.getupvalue(info.func, i)
+      if not name then
+        break
+      end
+      if name == 'decoded' and type(value) == 'table' and value.method == method and value.id ~= nil then
+        return value.id
+      end
+    end
+  end
+end
+
 --- The daemon asked something: run its handler and wait (yielding this coroutine, which
 --- `vim.lsp.rpc` created for the request) until it responds.
 ---@param method string
@@ -87,10 +117,25 @@ local function server_request(method, params)
     return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.InternalError,
       'cannot wait for an answer outside a coroutine')
   end
+  local id = request_id(method)
+  local entry = { method = method }
+  if id ~= nil then
+    open_requests[id] = entry
+  end
+  ---@type turnstoned.DaemonRequest
+  local request = {
+    id = id,
+    on_withdraw = function(fn)
+      entry.withdrawn = fn
+    end,
+  }
   local answer, failure, answered = nil, nil, false
   local function respond(result, err)
     if answered then
       return
+    end
+    if id ~= nil and open_requests[id] == entry then
+      open_requests[id] = nil
     end
     answer, failure, answered = result, err, true
     if coroutine.status(co) == 'suspended' then
@@ -100,7 +145,7 @@ local function server_request(method, params)
       end
     end
   end
-  local ok, err = pcall(handler, params or {}, respond)
+  local ok, err = pcall(handler, params or {}, respond, request)
   if not ok then
     log.error('handler of the daemon request %s failed: %s', method, err)
     respond(nil, { code = vim.lsp.protocol.ErrorCodes.InternalError, message = tostring(err) })
@@ -124,6 +169,17 @@ local function notification(method, params)
     vim.notify(params.message, level, { title = 'turnstoned' })
   end
   log.debug('<- %s', method)
+  if method == methods.cancel_request and params and params.id ~= nil then
+    local entry = open_requests[params.id]
+    open_requests[params.id] = nil
+    if entry and entry.withdrawn then
+      log.info('the daemon withdrew its %s request %s', entry.method, tostring(params.id))
+      local ok, err = pcall(entry.withdrawn)
+      if not ok then
+        log.error('withdrawing %s failed: %s', entry.method, err)
+      end
+    end
+  end
   emit(method, params or {})
 end
 
@@ -137,6 +193,7 @@ local function on_exit(gen, code, signal)
     end
     local was = state
     state, rpc = (code == 0 and 'stopped' or 'failed'), nil
+    open_requests = {}
     start_error = code ~= 0 and ('the daemon exited with code %d (signal %d)'):format(code, signal)
       or nil
     log.write(code == 0 and 'info' or 'error', 'daemon exited: code %d, signal %d', code, signal)
