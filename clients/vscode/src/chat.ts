@@ -2,8 +2,10 @@
 import * as os from "node:os";
 import * as nodePath from "node:path";
 import type { ApprovalBroker, ApprovalChange } from "./approvals";
+import type { ElicitChange } from "./elicit";
 import { gatedItems } from "./approvals";
 import { daemonFeatures, type TurnstonedClient } from "./client";
+import type { ElicitRequest } from "./messages/elicit";
 import type { Attachment, EditorChipInfo, FromWebview, InstructionLine, Mention, ModeInfo, ModelInfo, ToWebview } from "./messages/chat";
 import { isMode } from "./messages/modes";
 import { slashCommand } from "./messages/mentions";
@@ -141,6 +143,7 @@ export class ChatController {
       }
     });
     broker.onChange((change) => this.approvalChanged(change));
+    daemon.elicitation.onChange((change) => this.elicitChanged(change));
   }
 
   /** The sandbox this machine has for commands, as the daemon reports it. */
@@ -302,6 +305,7 @@ export class ChatController {
     this.postModel();
     void this.checkpoints.replay(sessionId, turns);
     for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
+    for (const request of this.daemon.elicitation.pending(sessionId)) this.post({ type: "elicit", request });
     if (reveal) await this.view?.reveal();
   }
 
@@ -532,6 +536,7 @@ export class ChatController {
       case "openFile": await this.host.openFile(message.path); break;
       case "interrupt": await this.interrupt(); break;
       case "answer": this.broker.answer(message.cycleId, message.answer); break;
+      case "elicitAnswer": this.daemon.elicitation.answer(message.id, message.response); break;
       case "decideCall": this.broker.decideCall(message.cycleId, message.callId, message.decision, message.feedback, message.arguments); break;
       case "review": if (this.sessionId) await this.hooks.review(this.sessionId, message.callId); break;
       case "copy": await this.host.copy(message.text); break;
@@ -561,6 +566,29 @@ export class ChatController {
     }
     if (change.cycle.sessionId === this.sessionId) this.post({ type: "approval", cycle: change.cycle });
     if (!this.view?.visible || change.cycle.sessionId !== this.sessionId) void this.notify(change.cycle);
+  }
+
+  /** An MCP server's question: a form in the chat showing its session; a notification when the chat is out of sight. */
+  private elicitChanged(change: ElicitChange): void {
+    if (change.kind === "cleared") {
+      this.post({ type: "elicitCleared", id: change.id });
+      return;
+    }
+    const { request } = change;
+    if (request.params.sessionId === this.sessionId) this.post({ type: "elicit", request });
+    if (!this.view?.visible || request.params.sessionId !== this.sessionId) void this.notifyElicit(request);
+  }
+
+  /** The question in a notification: answer it in the chat (where the form is), or decline it here. */
+  private async notifyElicit(request: ElicitRequest): Promise<void> {
+    const { params } = request;
+    const choice = await this.host.info(`MCP server “${params.server}” asks${await this.where(params.sessionId)}: ${params.message}`, "Answer in Chat", "Decline");
+    if (!this.daemon.elicitation.get(request.id)) return;
+    if (choice === "Decline") this.daemon.elicitation.answer(request.id, { action: "decline" });
+    else if (choice === "Answer in Chat") {
+      if (params.sessionId !== this.sessionId) await this.resume(params.sessionId);
+      else await this.view?.reveal();
+    }
   }
 
   /** A plan to approve, asked in a notification: approve it, send it back, or read it in the chat. */

@@ -22,6 +22,8 @@ import type {
   McpServerRefreshResult,
   McpServerTrustParams,
   McpServerTrustResult,
+  McpElicitParams,
+  McpElicitResponse,
   McpTrustRequestParams,
   McpTrustResponse,
   PolicyListResult,
@@ -114,6 +116,8 @@ export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevisio
 
 export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken) => Promise<ApprovalResponse>;
 export type TrustHandler = (params: McpTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
+/** Who answers an MCP server's question (`mcpServer/elicit`). */
+export type ElicitHandler = (params: McpElicitParams, token: CancelToken) => Promise<McpElicitResponse>;
 export type PolicyTrustHandler = (params: PolicyTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
 
 type EditorRequest = "editor/diagnostics" | "editor/openFiles" | "editor/symbol" | "editor/buffers";
@@ -128,6 +132,7 @@ export class TurnstonedClient {
   private approvalHandler: ApprovalHandler = async () => ({ decision: "deny", feedback: "No one is there to approve." });
   private trustHandler: TrustHandler = async () => ({ decision: "dismiss" });
   private policyTrustHandler: PolicyTrustHandler = async () => ({ decision: "dismiss" });
+  private elicitHandler: ElicitHandler = async () => ({ action: "decline" });
   private editorHandlers: EditorHandlers = {};
 
   /** Every forwarded notification, in arrival order. */
@@ -144,6 +149,7 @@ export class TurnstonedClient {
       this.conn.serve(Method.itemToolRequestApproval, (params, token) => this.approvalHandler(params, token)),
       this.conn.serve(Method.mcpServerRequestTrust, (params, token) => this.trustHandler(params, token)),
       this.conn.serve(Method.policyRequestTrust, (params, token) => this.policyTrustHandler(params, token)),
+      this.conn.serve(Method.mcpServerElicit, (params, token) => this.elicitHandler(params, token)),
       ...EDITOR_REQUESTS.map((method) => this.serveEditor(method)),
     );
   }
@@ -163,6 +169,11 @@ export class TurnstonedClient {
   /** Who answers `mcpServer/requestTrust` (the default trusts nothing). */
   setTrustHandler(handler: TrustHandler): void {
     this.trustHandler = handler;
+  }
+
+  /** Who answers `mcpServer/elicit` (the default declines). */
+  setElicitHandler(handler: ElicitHandler): void {
+    this.elicitHandler = handler;
   }
 
   /** Who answers `policy/requestTrust` (the default trusts nothing). */

@@ -2,6 +2,7 @@
 import type { ApprovalBroker } from "./approvals";
 import { TurnstonedClient } from "./client";
 import type { DaemonEvent } from "./protocol";
+import { ElicitBroker } from "./elicit";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
 import { daemonLaunch, daemonStopped, missingDaemon, notInstalled, StderrTail, type Problem } from "./launch";
@@ -43,6 +44,8 @@ export class Daemon {
   private readonly events = new Emitter<DaemonEvent>();
   private starting: Promise<TurnstonedClient | null> | null = null;
   status: DaemonState = { state: "stopped", problem: null };
+  /** The MCP servers' questions still waiting for the user. */
+  readonly elicitation = new ElicitBroker();
 
   readonly onState = this.states.event;
   /** Every notification of the running daemon (across restarts). */
@@ -98,10 +101,14 @@ export class Daemon {
       // A project's .mcp.json or policies file asks for trust: a modal with exactly what it holds.
       client.setTrustHandler((params, token) => askMcpTrust(this.host, params, token));
       client.setPolicyTrustHandler((params, token) => askPolicyTrust(this.host, params, token));
+      // An MCP server's question while its tool runs: a form in the chat (or a notification).
+      client.setElicitHandler((params, token) => this.elicitation.handle(params, token));
       // What the editor shows: diagnostics, open files, symbols, unsaved buffers (1.12).
       this.editor?.serve(client);
       client.onEvent((event) => {
         if (event.method === "approval/resolved") this.broker.resolved(event.params);
+        // A question that outlived its turn has no call left to answer.
+        if (event.method === "turn/completed") this.elicitation.withdrawAll(event.params.sessionId);
         this.events.fire(event);
       });
       const health = await client.health();
@@ -182,6 +189,7 @@ export class Daemon {
   private exited(generation: number, code: number | null, signal: string | null): void {
     if (generation !== this.generation || this.stopping) return;
     this.broker.withdrawAll();
+    this.elicitation.withdrawAll();
     this.current?.dispose();
     this.current = null;
     this.handle = null;
@@ -216,6 +224,7 @@ export class Daemon {
   async stop(): Promise<void> {
     this.generation++;
     this.broker.withdrawAll();
+    this.elicitation.withdrawAll();
     await this.stopHandle();
     this.setState({ state: "stopped", problem: null });
   }

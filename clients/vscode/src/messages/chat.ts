@@ -1,5 +1,6 @@
 /** Messages between the extension host and the chat webview. */
-import type { ApprovalMode, ApprovalRequestParams, ChangedFile, DaemonEvent, Decision, FoundFile, ImageData, Item, PlanStep, SandboxHealth, SessionCommand } from "../protocol";
+import type { ApprovalMode, ApprovalRequestParams, ChangedFile, DaemonEvent, Decision, FoundFile, ImageData, Item, McpElicitResponse, PlanStep, SandboxHealth, SessionCommand } from "../protocol";
+import type { ElicitRequest } from "./elicit";
 
 /** What the user answered for one call: `arguments` runs it edited (protocol 1.5). */
 export interface CallAnswer {
@@ -98,6 +99,10 @@ export type ToWebview =
   | { type: "approval"; cycle: ApprovalRequestParams }
   | { type: "approvalCleared"; cycleId: string; reason: ClearReason; decision?: string; calls?: Record<string, string> }
   | { type: "callDecided"; cycleId: string; callId: string; decision: Decision }
+  /** An MCP server's question: a form under its running call. */
+  | { type: "elicit"; request: ElicitRequest }
+  /** The question was answered (here or elsewhere) or withdrawn: its form goes. */
+  | { type: "elicitCleared"; id: string }
   | { type: "attach"; attachment: Attachment }
   | { type: "daemon"; state: DaemonState; message?: string }
   | ({ type: "features" } & PageFeatures)
@@ -137,6 +142,8 @@ export type FromWebview =
   | { type: "answer"; cycleId: string; answer: ApprovalAnswer }
   | { type: "decideCall"; cycleId: string; callId: string; decision: Decision; feedback?: string; arguments?: Record<string, unknown> }
   | { type: "review"; callId: string }
+  /** The answer to an MCP server's question. */
+  | { type: "elicitAnswer"; id: string; response: McpElicitResponse }
   | { type: "copy"; text: string }
   | { type: "insert"; text: string }
   | { type: "newChat" }

@@ -10,6 +10,8 @@ import type { Decision, FoundFile, ImageData, SessionCommand } from "../protocol
 import { h, setText, toggle } from "./dom";
 import { drawList, editedArguments, type CardFeatures } from "./entries";
 import { codeOf } from "./markdown";
+import { drawElicits } from "./elicit";
+import type { ElicitRequest } from "../messages/elicit";
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -32,6 +34,8 @@ const modelButton = $<HTMLButtonElement>("model");
 const completeList = $<HTMLUListElement>("complete");
 
 let state: ChatState = emptyState();
+/** The MCP servers' questions waiting for an answer (their forms, under their calls). */
+let elicits: ElicitRequest[] = [];
 let features: PageFeatures = { perCallDecisions: false, editReview: false, editArguments: false };
 let attachments: Attachment[] = [];
 /** The project instruction files the shown session's model follows. */
@@ -70,6 +74,7 @@ function draw(): void {
   const card: CardFeatures = { ...features, running: state.turnId !== null };
   drawList(transcript, state.entries, card);
   if (!state.entries.length) transcript.replaceChildren(h("div", { class: "empty" }, "Ask about this workspace, or add a selection or file to the chat from the editor’s context menu."));
+  drawElicits(transcript, state, elicits, (id, response) => post({ type: "elicitAnswer", id, response }));
   drawComposer();
   drawHead();
   drawInstructions();
@@ -169,6 +174,11 @@ function receive(message: ToWebview): void {
     case "approval": state = applyApproval(state, message.cycle, features.perCallDecisions); break;
     case "approvalCleared": state = clearCycle(state, message.cycleId, message.decision, message.calls); break;
     case "callDecided": state = decideCall(state, message.cycleId, message.callId, message.decision); break;
+    case "elicit":
+      elicits = [...elicits.filter((r) => r.id !== message.request.id), message.request];
+      toEnd = true;
+      break;
+    case "elicitCleared": elicits = elicits.filter((r) => r.id !== message.id); break;
     case "attach": attachments.push(message.attachment); input.focus(); break;
     case "session": state.sessionId = message.sessionId; break;
     case "sent":
