@@ -24,7 +24,7 @@ function input(field: ElicitField, id: string): HTMLElement {
       return el;
     }
     default: {
-      const el = h("input", { ...attrs, type: "text", placeholder: field.format ? fieldHint(field) : undefined });
+      const el = h("input", { ...attrs, type: "text" });
       el.value = String(field.initial);
       return el;
     }
