@@ -29,6 +29,7 @@ local listeners = {} ---@type table<string, fun(params: table)[]>
 local request_handlers = {} ---@type table<string, fun(params: table, respond: fun(result?: table, err?: turnstoned.RpcError), request: turnstoned.DaemonRequest)>
 ---@type table<string|integer, {method: string, withdrawn?: fun()}>  daemon requests not answered yet, by id
 local open_requests = {}
+local id_unknown_told = false
 local exit_listeners = {} ---@type fun(code: integer)[]
 local generation = 0
 
@@ -121,6 +122,9 @@ local function server_request(method, params)
   local entry = { method = method }
   if id ~= nil then
     open_requests[id] = entry
+  elseif not id_unknown_told then
+    id_unknown_told = true
+    log.warn('cannot read the id of the daemon request %s: a question the daemon withdraws stays open', method)
   end
   ---@type turnstoned.DaemonRequest
   local request = {
