@@ -1307,6 +1307,8 @@ class McpElicitParams(Event, kw_only=True):
     server: str
     message: str
     requested_schema: dict[str, Any] = {}
+    # The properties in the server's order (for clients whose JSON objects lose it).
+    property_order: list[str] = []
 
 
 ElicitAction = Literal["accept", "decline", "cancel"]

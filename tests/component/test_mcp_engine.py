@@ -234,6 +234,7 @@ async def test_the_users_answer_reaches_the_server(
     assert question.message == "Who is the booking for?"
     props: dict[str, Any] = question.requested_schema["properties"]
     assert props["seats"]["default"] == 2 and question.requested_schema["required"] == ["name"]
+    assert question.property_order == ["name", "seats", "window"]
 
 
 @pytest.mark.parametrize("mcp_engine", [ASKING], indirect=True)

@@ -112,9 +112,12 @@ class McpToolHandle:
         async def asker(message: str, schema: dict[str, Any]
                         ) -> tuple[str, dict[str, Any] | None]:
             """The server's question, to the user (no editor able to answer: declined)."""
+            props = schema.get("properties")
             answer = await elicit(p.McpElicitParams(
                 session_id=ctx.env.session_id, server=server, message=message,
-                requested_schema=schema)) if elicit is not None else None
+                requested_schema=schema,
+                property_order=list(props) if isinstance(props, dict) else [],
+            )) if elicit is not None else None
             return (answer.action, answer.content) if answer is not None else ("decline", None)
 
         def progress(done: float, total: float | None, message: str | None) -> None:

@@ -429,6 +429,7 @@ export interface McpElicitParams {
   server: string;
   message: string;
   requestedSchema?: { [key: string]: unknown };
+  propertyOrder?: string[];
 }
 
 /**

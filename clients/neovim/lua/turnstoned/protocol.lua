@@ -289,6 +289,7 @@
 ---@field server string
 ---@field message string
 ---@field requestedSchema? table
+---@field propertyOrder? string[]
 
 ---@class turnstoned.McpElicitResponse ``accept`` with ``content`` (the form's values), ``decline`` or ``cancel``.
 ---@field action 'accept'|'cancel'|'decline'
