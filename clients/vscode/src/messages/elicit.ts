@@ -50,11 +50,17 @@ function optionsOf(prop: Record<string, unknown>): ElicitOption[] {
   return consts.map((v) => ({ value: v.const, label: str(v.title) || String(v.const) }));
 }
 
-/** The form's fields, in the schema's order. */
-export function formFields(schema: Record<string, unknown> | undefined): ElicitField[] {
+/**
+ * The form's fields in the server's order: `order` (the request's `propertyOrder`) first, for
+ * names a JavaScript object puts first ("1", "2"), then any it does not name.
+ */
+export function formFields(schema: Record<string, unknown> | undefined, order: readonly string[] = []): ElicitField[] {
   const s = record(schema);
   const required = new Set(Array.isArray(s.required) ? s.required.filter((r): r is string => typeof r === "string") : []);
-  return Object.entries(record(s.properties)).map(([name, raw]) => {
+  const properties = record(s.properties);
+  const names = [...order.filter((n) => Object.hasOwn(properties, n)), ...Object.keys(properties).filter((n) => !order.includes(n))];
+  return names.map((name) => {
+    const raw = properties[name];
     const prop = record(raw);
     const options = optionsOf(prop);
     const type = str(prop.type);

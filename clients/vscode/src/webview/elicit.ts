@@ -45,7 +45,7 @@ function values(form: HTMLFormElement, fields: readonly ElicitField[]): Record<s
 /** The card of one question: the server, its message, one input per property, Submit / Decline / Cancel. */
 export function elicitCard(request: ElicitRequest, answer: ElicitAnswer): HTMLElement {
   const { params } = request;
-  const fields = formFields(params.requestedSchema);
+  const fields = formFields(params.requestedSchema, params.propertyOrder);
   const rows = fields.map((field, i) => {
     const id = `${request.id}-f${i}`;
     const hint = fieldHint(field);

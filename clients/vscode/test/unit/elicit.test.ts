@@ -31,6 +31,8 @@ describe("elicitation form", () => {
     expect(fields[3]!.options.map((o) => o.label)).toEqual(["P", "q"]);
     expect(fields[4]!.options).toEqual([{ value: 1, label: "One" }]);
     expect(formFields(undefined)).toEqual([]);
+    // The server's order, where an object would put "2" first.
+    expect(formFields({ properties: { b: {}, 2: {}, a: {} } }, ["b", "2", "gone"]).map((f) => f.name)).toEqual(["b", "2", "a"]);
   });
 
   it("leaves empty optional fields out and checks the required and numeric ones", () => {
