@@ -27,7 +27,8 @@ def test_a_probe_reports_a_server_that_answers(env: dict[str, str], model: Scrip
     try:
         d.initialize()
         plain = d.result("daemon/health")
-        assert plain["modelReachable"] is None and plain["modelUrl"] is None
+        # Without a probe: the server as configured, not asked.
+        assert plain["modelReachable"] is None and plain["modelUrl"] == model.base_url
         health = d.result("daemon/health", {"probe": True})
         assert health["model"] == "scripted"
         assert health["modelReachable"] is True and health["modelError"] is None

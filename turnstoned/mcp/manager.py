@@ -33,13 +33,12 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from turnstoned.mcp.catalog_index import CatalogIndex
 from turnstoned.mcp.config import ConfigIssue, ServerSpec
-from turnstoned.mcp.connection import Asker
 from turnstoned.mcp.models import (
     CatalogChange,
     MCPCallResult,
@@ -50,6 +49,9 @@ from turnstoned.mcp.models import (
     ServerStatus,
 )
 from turnstoned.mcp.pool import Gate, Server, ServerPool, Timings
+
+if TYPE_CHECKING:  # the connection imports the MCP SDK: not on the daemon's start
+    from turnstoned.mcp.connection import Asker
 
 log = logging.getLogger(__name__)
 
