@@ -234,11 +234,22 @@ function M.start(cb)
     return
   end
   local config = require('turnstoned.config').get()
+  local daemon = require('turnstoned.config').daemon()
+  if not daemon.found then
+    local install = require('turnstoned.install')
+    state, start_error = 'failed', install.not_found_message(daemon)
+    log.error('%s', start_error)
+    settle(start_error)
+    if daemon.from == 'missing' then
+      install.offer()
+    end
+    return
+  end
   generation = generation + 1
   local gen = generation
   state, start_error = 'starting', nil
-  log.info('starting the daemon: %s', table.concat(config.cmd, ' '))
-  local ok, client = pcall(vim.lsp.rpc.start, config.cmd, {
+  log.info('starting the daemon: %s (%s)', table.concat(daemon.cmd, ' '), daemon.from)
+  local ok, client = pcall(vim.lsp.rpc.start, daemon.cmd, {
     notification = notification,
     server_request = server_request,
     on_error = function(code, err)

@@ -143,6 +143,21 @@ function M.get()
   return c
 end
 
+--- The daemon command the user configured (setup() or vim.g.turnstoned), nil when none is:
+--- then the plugin looks for `turnstoned` on $PATH and in its private environment.
+---@return string[]?
+function M.configured_cmd()
+  local user = type(vim.g.turnstoned) == 'table' and vim.g.turnstoned or {}
+  return from_setup.cmd or user.cmd
+end
+
+--- The daemon command to start (see turnstoned.install.resolve) and where it was found.
+---@return turnstoned.Resolved
+function M.daemon()
+  M.get() -- a configured cmd is valid
+  return require('turnstoned.install').resolve(M.configured_cmd())
+end
+
 --- A size option: a fraction of `total`, or an absolute count.
 ---@param value number
 ---@param total integer

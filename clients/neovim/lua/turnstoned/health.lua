@@ -19,18 +19,29 @@ local function check_neovim()
   end
 end
 
----@param config turnstoned.Config
 ---@return boolean
-local function check_command(config)
-  local exe = vim.fn.exepath(config.cmd[1])
-  if exe == '' then
-    health.error(('daemon command not found: %s'):format(config.cmd[1]), {
-      'Install turnstoned (pipx install /path/to/turnstoned) so `turnstoned` is on $PATH,',
+local function check_command()
+  local install = require('turnstoned.install')
+  local daemon = require('turnstoned.config').daemon()
+  if daemon.from == 'missing' then
+    health.error('the daemon is not installed: no `turnstoned` on $PATH, no vim.g.turnstoned.cmd, '
+      .. 'none in ' .. install.venv(), {
+      ':TurnstonedInstall installs it into ' .. install.venv() .. ' (Python 3.11 or newer)',
+      'or install it yourself (pipx install /path/to/turnstoned) so `turnstoned` is on $PATH,',
       "or set vim.g.turnstoned = { cmd = { '/path/to/turnstoned' } }",
     })
     return false
   end
-  health.ok(('daemon command: %s (%s)'):format(table.concat(config.cmd, ' '), exe))
+  if not daemon.found then
+    health.error(('daemon command not found: %s (vim.g.turnstoned.cmd)'):format(daemon.cmd[1]), {
+      'Fix vim.g.turnstoned.cmd (or the cmd given to setup()),',
+      'or remove it and run :TurnstonedInstall',
+    })
+    return false
+  end
+  local where = { configured = 'configured', path = 'on $PATH', venv = ':TurnstonedInstall' }
+  health.ok(('daemon command: %s (%s, %s)'):format(table.concat(daemon.cmd, ' '),
+    vim.fn.exepath(daemon.cmd[1]), where[daemon.from]))
   return true
 end
 
@@ -230,7 +241,7 @@ function M.check()
     return health.error(tostring(cfg))
   end
   health.ok('configuration is valid')
-  if not check_command(cfg) or not check_start() then
+  if not check_command() or not check_start() then
     return
   end
   local client = require('turnstoned.client')

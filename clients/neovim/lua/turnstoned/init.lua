@@ -188,9 +188,16 @@ function M.preview()
   require('turnstoned.preview').pick(require('turnstoned.session').peek())
 end
 
+--- Install the daemon into the plugin's private environment (`:TurnstonedInstall`).
+---@param cb? fun(err?: string, daemon?: string)
+function M.install(cb)
+  require('turnstoned.install').install(nil, cb)
+end
+
 --- Show the plugin's log and the daemon's stderr.
 function M.log()
-  require('turnstoned.log').show(require('turnstoned.config').get().cmd[1])
+  local daemon = require('turnstoned.config').daemon()
+  require('turnstoned.log').show((daemon.cmd or { 'turnstoned' })[1])
 end
 
 --- A statusline component: the current chat's approval mode, model, state and usage (''

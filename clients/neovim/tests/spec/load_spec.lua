@@ -40,7 +40,7 @@ H.test('the plugin loads without setup() and defines its commands, nothing more'
     local commands = {}
     for _, c in ipairs({ 'Turnstoned', 'TurnstonedInterrupt', 'TurnstonedSessions',
                          'TurnstonedMcp', 'TurnstonedLog', 'TurnstonedPreview', 'TurnstonedGrants',
-                         'TurnstonedPolicies', 'TurnstonedWatches', 'TurnstonedCompact' }) do
+                         'TurnstonedPolicies', 'TurnstonedWatches', 'TurnstonedCompact', 'TurnstonedInstall' }) do
       commands[c] = vim.fn.exists(':' .. c) == 2
     end
     io.stdout:write('RESULT' .. vim.json.encode({
@@ -90,7 +90,7 @@ H.test(':help turnstoned and every command has a help tag, with no :helptags run
         'turnstoned.setup()', 'turnstoned-install', ':Turnstoned-model', ':Turnstoned-commands',
         ':Turnstoned-image', ':Turnstoned-paste-image', 'turnstoned-prompt', 'turnstoned-mentions',
         'turnstoned-slash', 'turnstoned-pictures', 'turnstoned-models', 'turnstoned-live-plan',
-        'turnstoned-keys' }) do
+        'turnstoned-keys', ':TurnstonedInstall', 'turnstoned-lazy' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))
         and vim.fn.expand('%:t') == 'turnstoned.txt'
       pcall(vim.cmd, 'helpclose')
