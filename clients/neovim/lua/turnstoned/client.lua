@@ -234,7 +234,7 @@ function M.start(cb)
     return
   end
   local config = require('turnstoned.config').get()
-  local daemon = require('turnstoned.config').daemon()
+  local daemon = require('turnstoned.install').daemon()
   if not daemon.found then
     local install = require('turnstoned.install')
     state, start_error = 'failed', install.not_found_message(daemon)

@@ -151,13 +151,6 @@ function M.configured_cmd()
   return from_setup.cmd or user.cmd
 end
 
---- The daemon command to start (see turnstoned.install.resolve) and where it was found.
----@return turnstoned.Resolved
-function M.daemon()
-  M.get() -- a configured cmd is valid
-  return require('turnstoned.install').resolve(M.configured_cmd())
-end
-
 --- A size option: a fraction of `total`, or an absolute count.
 ---@param value number
 ---@param total integer

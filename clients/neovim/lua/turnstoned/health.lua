@@ -22,7 +22,7 @@ end
 ---@return boolean
 local function check_command()
   local install = require('turnstoned.install')
-  local daemon = require('turnstoned.config').daemon()
+  local daemon = require('turnstoned.install').daemon()
   if daemon.from == 'missing' then
     health.error('the daemon is not installed: no `turnstoned` on $PATH, no vim.g.turnstoned.cmd, '
       .. 'none in ' .. install.venv(), {

@@ -196,7 +196,7 @@ end
 
 --- Show the plugin's log and the daemon's stderr.
 function M.log()
-  local daemon = require('turnstoned.config').daemon()
+  local daemon = require('turnstoned.install').daemon()
   require('turnstoned.log').show((daemon.cmd or { 'turnstoned' })[1])
 end
 

@@ -63,6 +63,14 @@ function M.resolve(configured)
   return { from = 'missing', found = false }
 end
 
+--- The daemon command to start, from the configuration, and where it was found.
+---@return turnstoned.Resolved
+function M.daemon()
+  local config = require('turnstoned.config')
+  config.get() -- a configured cmd is valid
+  return M.resolve(config.configured_cmd())
+end
+
 --- The one line said when the command cannot start.
 ---@param r turnstoned.Resolved
 ---@return string
