@@ -187,7 +187,7 @@ function M.install(opts, cb)
     run({ python, '-m', 'venv', venv }, function(out2)
       log_output('venv', out2)
       if out2.code ~= 0 then
-        return fail('`python3 -m venv` failed: ' .. vim.trim(out2.stderr or ''))
+        return fail(('`%s -m venv` failed: %s'):format(python, vim.trim(out2.stderr or '')))
       end
       say(('2/2 pip install %s (this takes a while)'):format(source))
       run({ vim.fs.joinpath(venv, 'bin', 'pip'), 'install', '--disable-pip-version-check', source },
