@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from turnstoned.acp.rpc import Peer
+from turnstoned.daemon.process import claim_stdout, setup_process
 
 if TYPE_CHECKING:
     from turnstoned.acp.agent import Agent
@@ -33,31 +34,6 @@ log = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SIGNAL_GRACE = 1.2  # seconds for turns to write their receipts after a signal
 EOF_GRACE = 10.0  # the client closed stdin: turns and MCP servers may take longer
-
-
-def setup_process() -> None:
-    """Logging to stderr, then the hardening and the watchdog (before any thread or child)."""
-    logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
-                        stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from turnstoned.daemon import hardening, watchdog
-
-    hardening.harden()
-    watchdog.start()
-
-
-def claim_stdout() -> BinaryIO:
-    """Keep fd 1 for ACP messages only: stray prints and inherited fds go to stderr."""
-    fd = os.dup(1)
-    try:  # a bigger pipe lets streamed output flow while the client parses (Linux only)
-        import fcntl
-
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (OSError, ImportError):
-        pass
-    out = os.fdopen(fd, "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return out
 
 
 def writer(out: BinaryIO) -> Callable[[bytes], None]:

@@ -8,9 +8,7 @@ import functools
 import logging
 import os
 import signal
-import sqlite3
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from lsprotocol import types as lsp
@@ -18,7 +16,7 @@ from pygls.lsp.server import LanguageServer
 
 from turnstoned import __version__
 from turnstoned import protocol as p
-from turnstoned.daemon import rpc
+from turnstoned.daemon import process, rpc
 from turnstoned.daemon.framing import DEFAULT_MAX_FRAME
 from turnstoned.daemon.handlers import HANDLERS
 from turnstoned.daemon.router import CALLER, Connection, Router
@@ -59,102 +57,20 @@ def _prewarm() -> None:
         log.debug("prewarm failed", exc_info=True)
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
-
-
-class EngineHolder:
-    """Builds the engine on first use: config, store and core stay off the cold start."""
+class EngineHolder(process.EngineHolder):
+    """The shared holder, as the LSP-framed daemon uses it: requests get the engine (or
+    ``CONFIG_ERROR``), and the editors following a session answer its editor/* and
+    elicitation questions."""
 
     def __init__(self, sink: Router, overrides: dict[str, dict[str, Any]]) -> None:
-        self.sink = sink
-        self.overrides = overrides
-        self.engine: Engine | None = None
-        self.error: str | None = None
-        self.on_config: Callable[[Config], None] = lambda cfg: None
-        self._loaded = False
-        self._discovery: asyncio.Task[None] | None = None
-        self._config_stamp: tuple[int, int] | None = None  # the config file as last read
+        super().__init__(sink, overrides)
+        self.on_engine = self._wire
 
-    def load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        from turnstoned import config, paths
-        from turnstoned.core.engine import Engine
-        from turnstoned.store import Store
-
-        self._config_stamp = _stamp(paths.config_file())
-        try:
-            cfg = config.with_overrides(config.load(), self.overrides)
-            self.on_config(cfg)
-            self.engine = Engine(cfg, Store(paths.database_file()), self.sink)
-            self.engine.services.editor = self.sink  # the editors' diagnostics, buffers, ...
-            self.engine.services.elicit = self.sink.request_elicitation  # servers' questions
-            self.engine.start()
-            self._discover(cfg)
-        except config.ConfigError as exc:
-            self.error = str(exc)
-        except (OSError, sqlite3.Error) as exc:
-            self.error = f"cannot open the database {paths.database_file()}: {exc}"
-        except Exception as exc:  # a boundary: report it on every request instead of dying
-            log.exception("engine start failed")
-            self.error = f"the engine failed to start: {type(exc).__name__}: {exc}"
-        if self.error:
-            log.error("%s", self.error)
-
-    def _reread_config(self) -> None:
-        """The config file changed since it was read: read it again, so a long-lived daemon
-        (the resident one) follows a fixed model or server without a restart. A file that
-        does not load keeps the running config (and says why, once); an engine that could
-        not start for its config is started again."""
-        if not self._loaded:
-            return
-        from turnstoned import config, paths
-
-        stamp = _stamp(paths.config_file())
-        if stamp == self._config_stamp:
-            return
-        self._config_stamp = stamp
-        if self.engine is None:
-            self._loaded, self.error = False, None  # try again with the new file
-            return
-        try:
-            cfg = config.with_overrides(config.load(), self.overrides)
-        except config.ConfigError as exc:
-            log.warning("the config file changed but cannot be used, the daemon keeps the "
-                        "previous one: %s", exc)
-            return
-        self.engine.config = cfg
-        self.on_config(cfg)
-        log.info("the config file changed: new sessions and turns use it (MCP servers: "
-                 "mcpServer/refresh)")
-
-    def _discover(self, cfg: Config) -> None:
-        """No model named, a server URL given: ask the server in the background."""
-        from turnstoned.config import discovery_target
-
-        target = discovery_target(cfg.model)
-        if target is not None:
-            self._discovery = asyncio.get_running_loop().create_task(self._use_only_model(*target))
-
-    async def _use_only_model(self, url: str, key: str) -> None:
-        from turnstoned.config import with_overrides
-        from turnstoned.llm.discovery import only_model
-
-        name = await asyncio.to_thread(only_model, url, key)
-        if name is not None and self.engine is not None:
-            self.engine.config = with_overrides(self.engine.config, {"model": {"name": name}})
-
-    async def settled(self) -> None:
-        """Load the engine and wait for a model discovery that is under way."""
-        self.load()
-        if self._discovery is not None:
-            await asyncio.shield(self._discovery)
+    def _wire(self, engine: Engine) -> None:
+        router = self.sink
+        assert isinstance(router, Router)
+        engine.services.editor = router  # the editors' diagnostics, buffers, ...
+        engine.services.elicit = router.request_elicitation  # servers' questions
 
     def after_discovery(self, fn: Callable[[Any], Awaitable[Any]]
                         ) -> Callable[[Any], Awaitable[Any]]:
@@ -165,19 +81,13 @@ class EngineHolder:
         return wrapped
 
     def get(self) -> Engine:
-        self._reread_config()
+        self.reread_config()
         self.load()
         if self.engine is None:
             from turnstoned.core.errors import EngineError
 
             raise EngineError(p.ErrorCode.CONFIG_ERROR, self.error or "no engine")
         return self.engine
-
-    @property
-    def busy(self) -> bool:
-        """A turn is running in some session."""
-        engine = self.engine
-        return engine is not None and engine.busy
 
 
 class Hub:
@@ -275,31 +185,10 @@ def create(overrides: dict[str, dict[str, Any]] | None = None, hub: Hub | None =
     return server
 
 
-def _claim_stdout() -> BinaryIO:
-    """Keep fd 1 for frames only: stray prints and inherited fds go to stderr."""
-    fd = os.dup(1)
-    try:  # a bigger pipe lets streamed output flow while the editor parses (Linux only)
-        import fcntl
-
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (OSError, ImportError):
-        pass
-    out = os.fdopen(fd, "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return out
-
-
 def setup_process() -> None:
-    """What every daemon process does first: logging to stderr, then the hardening and
-    the watchdog (before any thread or child exists)."""
-    logging.basicConfig(level=os.environ.get("TURNSTONED_LOG", "WARNING").upper(),
-                        stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """What every daemon process does first (``process.setup_process``), pygls quieted."""
+    process.setup_process()
     rpc.install_log_filter()
-    from turnstoned.daemon import hardening, watchdog
-
-    hardening.harden()
-    watchdog.start()  # children end with the daemon, even after kill -9
 
 
 def run_daemon(hub: Hub, main: Coroutine[Any, Any, int]) -> NoReturn:
@@ -318,7 +207,7 @@ def run_daemon(hub: Hub, main: Coroutine[Any, Any, int]) -> NoReturn:
 
 def serve_stdio(overrides: dict[str, dict[str, Any]] | None = None) -> NoReturn:
     setup_process()
-    out = _claim_stdout()
+    out = process.claim_stdout()
     hub = Hub(overrides)
     run_daemon(hub, _serve(hub, sys.stdin.buffer, out))
 
