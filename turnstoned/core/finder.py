@@ -1,8 +1,8 @@
 """Finding files for @-mentions, and what a mention gives the model.
 
 ``Finder`` keeps one ``search.fuzzy.FileIndex`` per workspace: the files ripgrep lists
-(``.gitignore`` honoured, hidden files and the usual build folders left out; a walk with
-the same exclusions when ripgrep is missing), listed again in the background once the
+(``.gitignore`` honoured, hidden files and the folders the search tool leaves out; a walk
+with the same exclusions when ripgrep is missing), listed again in the background once the
 index is older than ``FRESH_SECONDS``. Files the user had open or mentioned rank higher.
 
 A ``mention`` input item names a file (or a line range of it, or a folder): the model
@@ -13,6 +13,7 @@ secrets redacted; a credential store is never read.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
 import os
 import shutil
@@ -24,14 +25,13 @@ from turnstoned import protocol as p
 from turnstoned.guard import check
 from turnstoned.places import is_credential
 from turnstoned.search.fuzzy import FileIndex
+from turnstoned.tools.search import EXCLUDED_DIRS  # what search leaves out, files too
 
 log = logging.getLogger(__name__)
 
 FRESH_SECONDS = 10.0
 MAX_FILES = 500_000
 LIST_TIMEOUT = 30.0
-EXCLUDED = frozenset({".git", "node_modules", "target", "__pycache__", ".mypy_cache",
-                      ".ruff_cache", ".pytest_cache", "dist", "build", ".tox", ".venv", "venv"})
 RECENT_KEPT = 200
 MENTION_CHARS = 32_000  # of one mentioned file the model reads
 LISTING_ENTRIES = 300
@@ -41,7 +41,7 @@ def list_files(root: Path) -> list[str]:
     """The workspace's files, relative, as ripgrep lists them (else a walk)."""
     rg = shutil.which("rg")
     if rg is not None:
-        globs = [arg for d in sorted(EXCLUDED) for arg in ("-g", f"!{d}/")]
+        globs = [arg for d in EXCLUDED_DIRS for arg in ("-g", f"!{d}/")]
         try:
             out = subprocess.run([rg, "--files", "--no-config", "--no-messages", *globs],
                                  cwd=root, capture_output=True, timeout=LIST_TIMEOUT,
@@ -52,7 +52,8 @@ def list_files(root: Path) -> list[str]:
             log.info("rg --files in %s failed (%s); walking instead", root, exc)
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in EXCLUDED and not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and not any(fnmatch.fnmatch(d, x) for x in EXCLUDED_DIRS))
         rel = os.path.relpath(folder, root)
         found += [f if rel == "." else f"{rel}/{f}" for f in sorted(files)
                   if not f.startswith(".")]

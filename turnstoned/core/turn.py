@@ -145,16 +145,14 @@ class TurnRunner:
     async def _call(self, model: ModelSettings, compactor: Compactor) -> ModelReply:
         """A model call, after compacting the context when that is due (or waiting for a
         compaction under way); a refusal of the prompt as too long compacts it and tries
-        once more."""
-        self.tools = self.session.toolset()
-        schemas = self.tools.schemas
+        once more. The tools are built with each prompt (``_prompt``)."""
 
         async def compact(trigger: compaction.CallTrigger, tokens: int) -> bool:
             if trigger == "auto" and not (compactor.due(tokens)
                                           or self.session.compact_lock.locked()):
                 return False
             view = self.session.history
-            await compactor.run(trigger, self.turn.id, schemas)
+            await compactor.run(trigger, self.turn.id, self.tools.schemas)
             return self.session.history is not view
 
         async def call(messages: list[dict[str, Any]], chars: int) -> ModelReply:
