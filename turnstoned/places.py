@@ -27,6 +27,14 @@ SYSTEM_CREDENTIALS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers")
 _PROC_SECRETS = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?(?:environ|mem)")
 
 
+def shown(path: str, cwd: Path | str) -> str:
+    """``path`` as a person reads it: relative to ``cwd`` when it lies inside it."""
+    try:
+        return str(Path(path).relative_to(cwd))
+    except ValueError:
+        return path
+
+
 def within(real: str, root: str) -> bool:
     """True when ``real`` is ``root`` or below it (both real paths)."""
     return real == root or real.startswith(root.rstrip("/") + "/")

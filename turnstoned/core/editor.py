@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from turnstoned import protocol as p
+from turnstoned.places import shown
 from turnstoned.tools.base import EditorUnavailable, PreparedCall, SessionEnv
 
 log = logging.getLogger(__name__)
@@ -28,13 +29,6 @@ BUFFER_CHARS = 8 << 20  # an unsaved buffer larger than this is read from the di
 COMMAND_TOOLS = frozenset({"bash", "watch", "kill_shell"})
 
 
-def _shown(path: str, cwd: Path) -> str:
-    try:
-        return str(Path(path).relative_to(cwd))
-    except ValueError:
-        return path
-
-
 def _lines(r: p.EditorRange) -> str:
     first, last = r.start_line + 1, r.end_line + 1
     return f"line {first}" if first == last else f"lines {first}-{last}"
@@ -44,7 +38,7 @@ def render(state: p.EditorState, cwd: Path) -> str | None:
     """The ``[Editor state]`` block the model reads with a prompt (None: nothing to say)."""
     if state.active_file is None:
         return None
-    name = _shown(state.active_file, cwd)
+    name = shown(state.active_file, cwd)
     lang = f" ({state.language_id})" if state.language_id else ""
     lines = ["[Editor state: what the user has open as they send this message]",
              f"Active file: {name}{lang}" + (" — unsaved changes" if state.modified else "")]

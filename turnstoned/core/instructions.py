@@ -14,7 +14,6 @@ reads them. Files are read again when they change (size and mtime are checked ea
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,10 +143,3 @@ def _read(files: list[Path]) -> Instructions:
             "ignored and mentioned to the user.")
     return Instructions(tuple(loaded), "\n\n".join([head, *parts]))
 
-
-def relative(path: str, cwd: Path) -> str:
-    """A loaded file's path as a client shows it (relative to the cwd when inside)."""
-    try:
-        return os.path.relpath(path, cwd) if Path(path).is_relative_to(cwd) else path
-    except ValueError:
-        return path

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from turnstoned import places
 from turnstoned.protocol import EditorDiagnostic, EditorRange, Event
 from turnstoned.tools.base import EditorUnavailable, SessionEnv, ToolContext, ToolOutput
 
@@ -37,10 +37,7 @@ def where(path: str, r: EditorRange, env: SessionEnv) -> str:
 
 def shown(path: str, env: SessionEnv) -> str:
     """``path`` relative to the session's cwd when it is inside it."""
-    try:
-        return str(Path(path).relative_to(env.cwd))
-    except ValueError:
-        return path
+    return places.shown(path, env.cwd)
 
 
 def diagnostic_line(d: EditorDiagnostic, env: SessionEnv) -> str:
