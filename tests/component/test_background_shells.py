@@ -330,7 +330,8 @@ async def test_ids_are_never_reused_and_old_exits_are_pruned(env: SessionEnv) ->
         out = await start(env, "true")
         shell_id = out.text().split()[3]
         await exited(env, shell_id)
-    last = await start(env, "true")
+    # Still running while it is looked at: an exit of its own would prune one more.
+    last = await start(env, "sleep 30")
     assert last.text().startswith(f"Started background shell bash_{_shells.EXITED_KEPT + 2} ")
     assert _shells.registry(env).get("bash_1") is None
     assert _shells.registry(env).get("bash_2") is not None
