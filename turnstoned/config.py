@@ -65,8 +65,11 @@ class ToolsConfig(_Section):
     allow_private_network: bool = False
     searxng_url: str = ""  # a SearxNG instance with JSON output enabled
     searxng_engines: str = ""  # comma-separated engines to ask (default: the instance's)
-    # "" or "searxng": SearxNG when searxng_url is set; "mcp:<server>:<tool>": an MCP tool.
-    web_search_backend: Annotated[str, msgspec.Meta(pattern=r"^(|searxng|mcp:[^:]+:.+)$")] = ""
+    # "searxng": SearxNG at searxng_url; "mcp:<server>:<tool>": that MCP tool; "none": no
+    # web search; "" (automatic): SearxNG when searxng_url is set, else the first connected
+    # MCP tool that is a web search (turnstoned.tools.web_search).
+    web_search_backend: Annotated[
+        str, msgspec.Meta(pattern=r"^(|none|searxng|mcp:[^:]+:.+)$")] = ""
     reranker_alias: str = ""  # a [models.<alias>] entry with supports_rerank = true
     rerank_web_search: bool = True
     rerank_bm25: bool = True  # memory, tool and skill candidates too

@@ -4,10 +4,12 @@ Checks: the config file is found and valid; the data directory is writable;
 the model server answers and lists the configured model (with nothing
 configured: which local servers run on this machine, and the exact config to
 use one); on request (``--tool-call``) a real tool call by the model; the
-user's MCP servers start; a project ``.mcp.json`` in the current folder is only
-reported (trusted or not), never started; ripgrep is installed; the runtime
-directory is private and whether a resident daemon runs. Exit code 1 when a
-check failed (WARN: works, but worse than it could).
+user's MCP servers start; which backend web_search uses (SearxNG, an MCP tool
+named or chosen automatically among those servers' tools, or none); a project
+``.mcp.json`` in the current folder is only reported (trusted or not), never
+started; ripgrep is installed; the runtime directory is private and whether a
+resident daemon runs. Exit code 1 when a check failed (WARN: works, but worse
+than it could).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from turnstoned.daemon import rundir
 from turnstoned.llm.discovery import LOCAL_SERVERS, LocalServer, probe_local
 
 if TYPE_CHECKING:
-    from turnstoned.mcp.models import ServerStatus
+    from turnstoned.mcp.models import MCPTool, ServerStatus
 
 Status = Literal["OK", "WARN", "FAIL"]
 MCP_TIMEOUT = 30.0
@@ -261,7 +263,7 @@ class Doctor:
     # ----------------------------------------------------------- MCP
 
     def check_mcp(self, cfg: config.Config) -> None:
-        statuses = asyncio.run(self._start_mcp(cfg))
+        statuses, tools = asyncio.run(self._start_mcp(cfg))
         servers = [s for s in statuses if s.name]
         for issue in (s for s in statuses if not s.name):
             self.add("FAIL", f"MCP config {issue.origin}: {issue.error}",
@@ -274,8 +276,26 @@ class Doctor:
             else:
                 self.add("FAIL", f"MCP server {s.name}: {s.status}: {s.error or 'no answer'}",
                          f"check its command (or url) in {s.origin}")
+        self.check_web_search(cfg, tools)
 
-    async def _start_mcp(self, cfg: config.Config) -> list[ServerStatus]:
+    def check_web_search(self, cfg: config.Config, tools: Sequence[MCPTool]) -> None:
+        """Which backend web_search uses with these MCP tools connected (a session sees a
+        project's servers too, which doctor does not start)."""
+        from turnstoned.net.services import web_settings
+        from turnstoned.tools import web_search
+
+        settings = web_settings(cfg)
+        chosen = web_search.choose(settings, tools)
+        what = f"web_search: {chosen.describe()}"
+        if chosen.backend is not None or settings.web_search_backend == "none":
+            self.add("OK", what)
+        elif settings.web_search_backend:
+            self.add("WARN", what, f"connect that server, or change [tools] web_search_backend "
+                                   f"in {paths.config_file()}")
+        else:
+            self.add("WARN", what, f"{web_search.HOW_TO} (in {paths.config_file()})")
+
+    async def _start_mcp(self, cfg: config.Config) -> tuple[list[ServerStatus], list[MCPTool]]:
         from turnstoned.core.build import mcp_manager
 
         manager = mcp_manager(cfg)
@@ -285,7 +305,7 @@ class Doctor:
         except TimeoutError:
             pass  # the ones still connecting are reported as they are
         try:
-            return list(manager.status())
+            return list(manager.status()), list(manager.tools())
         finally:
             await manager.close()
 

@@ -83,14 +83,17 @@ def reranker_spec(config: Config) -> RerankerSpec | None:
                         max_concurrency=entry.max_concurrency)
 
 
-def from_config(config: Config) -> WebServices:
+def web_settings(config: Config) -> WebSettings:
     tools = config.tools
-    settings = WebSettings(
+    return WebSettings(
         allow_private_network=tools.allow_private_network, timeout=float(tools.timeout),
         searxng_url=tools.searxng_url.strip(), searxng_engines=tools.searxng_engines,
         web_search_backend=tools.web_search_backend, rerank_web_search=tools.rerank_web_search,
         rerank_bm25=tools.rerank_bm25)
-    web = WebServices(settings=settings)
+
+
+def from_config(config: Config) -> WebServices:
+    web = WebServices(settings=web_settings(config))
     spec = reranker_spec(config)
     if spec is not None:
         web.reranker = Reranker(spec, web.endpoints)
