@@ -153,6 +153,15 @@ class JudgeConfig(_Section):
     confidence_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.95
 
 
+class GuardConfig(_Section):
+    """``[guard]``: the output guard's optional second look at flagged tool results."""
+
+    # When the heuristics flag a tool result (prompt injection, risky content), ask the
+    # session's model to rate it (one side call per flagged result, counted in the turn).
+    llm_check: bool = False
+    llm_timeout: Annotated[float, msgspec.Meta(gt=0, le=120)] = 8.0  # seconds per rating
+
+
 class ApprovalsConfig(_Section):
     """``[approvals]``: what runs without asking in new sessions."""
 
@@ -202,6 +211,7 @@ class Config(_Section):
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    guard: GuardConfig = msgspec.field(default_factory=GuardConfig)
     approvals: ApprovalsConfig = msgspec.field(default_factory=ApprovalsConfig)
     policies: list[PolicyRule] = []
 

@@ -40,7 +40,7 @@ from turnstoned.core.handles import RefusedAgent
 from turnstoned.core.ledger import Ledger
 from turnstoned.core.pipeline import Batch, BatchSetup, call_item
 from turnstoned.core.replies import ItemStream
-from turnstoned.core.results import Budget, GuardSettings, RepeatDetector
+from turnstoned.core.results import Budget, RepeatDetector, guard_settings, rate_with
 from turnstoned.llm.types import ModelError, ModelReply, RawToolCall
 from turnstoned.tools.base import PreparedCall, SessionEnv, ToolContext, ToolHandle, ToolOutput
 
@@ -117,15 +117,21 @@ class SubAgent:
             settings=parent.settings, read_set=set(parent.read_set), announce=parent.announce,
             services=parent.services)
         sink = NestedSink(sessions.sink, ctx.call_id)
-        tools_cfg = sessions.config.tools
+        guard = guard_settings(sessions.config)
         self.setup = BatchSetup(env=self.env, sink=sink, turn_id=ctx.turn_id, cancel=ctx.cancel,
-                                policy=session.policy, repeats=RepeatDetector(),
-                                guard=GuardSettings(tools_cfg.output_guard, tools_cfg.redact_secrets))
+                                policy=session.policy, repeats=RepeatDetector(), guard=guard,
+                                rate=self._rate if guard.llm_check else None)
         self.items = ItemStream(sink, session.id, ctx.turn_id)
         self.history = [m.Message(role="user", content=prompt, id=m.new_id("task"))]
         self.handles = self._handles()
         self.batch: Batch | None = None
         self.said = ""  # the agent's last non-empty text
+
+    async def _rate(self, messages: list[dict[str, Any]]) -> str:
+        """The output guard's second look, asked of the session's model (counted in the
+        running turn, as the agent's own calls are)."""
+        return await rate_with(self.sessions.model(self.session.id), messages,
+                               self.session.spend())
 
     def _handles(self) -> dict[str, ToolHandle]:
         found = toolset.build("task", self.env, toolset.SearchSettings(mode="off"))

@@ -5,7 +5,8 @@ A batch is the tool calls of one assistant message:
     prepare (each call on its own, then batch policies)
       → approve (``approval.decide`` asks the editor, through the batch's sink)
       → execute (in parallel unless a policy serialises; output streamed to the sink)
-      → fold (repeat warning, context budget, output guard; see ``results``)
+      → fold (repeat warning, context budget, output guard, and with ``[guard]
+        llm_check`` a model's second look at flagged results; see ``results``)
 
 and ends as a ``Folded``: the tool messages to commit, their final items, the
 notices for the editor and what the model reads after the results. A batch
@@ -33,7 +34,15 @@ from turnstoned.core.approval import ApprovalPolicy
 from turnstoned.core.approval.edits import edit_note
 from turnstoned.core.arguments import is_object, parse_arguments, unknown_tool_text
 from turnstoned.core.events import Coalescer, EventSink
-from turnstoned.core.results import Budget, GuardSettings, RepeatDetector, guard_output
+from turnstoned.core.results import (
+    Advisory,
+    Budget,
+    GuardSettings,
+    Rate,
+    RepeatDetector,
+    guard_output,
+    second_look,
+)
 from turnstoned.llm.types import RawToolCall
 from turnstoned.tools.base import (
     PreparedCall,
@@ -47,6 +56,7 @@ from turnstoned.tools.base import (
 log = logging.getLogger(__name__)
 
 MAX_PARALLEL = 4
+MAX_RATED = 8  # flagged results of one batch a model looks at again (the rest: heuristics)
 
 
 @dataclass(slots=True)
@@ -60,6 +70,8 @@ class BatchSetup:
     policy: ApprovalPolicy
     repeats: RepeatDetector = field(default_factory=RepeatDetector)
     guard: GuardSettings = field(default_factory=GuardSettings)
+    # The side call that rates a flagged result (with ``guard.llm_check``; None: never).
+    rate: Rate | None = None
     # Called with the calls about to run, before they run (the turn's checkpoint).
     before_changes: Callable[[Sequence[PreparedCall]], Awaitable[None]] | None = None
 
@@ -220,7 +232,7 @@ class Batch:
         if changed is not None:
             setup.sink.notify(changed)
         by_id = {o.call.call_id: o for o in outcomes} | denied
-        return self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
+        return await self._fold([by_id[c.call_id] for c in self.calls], budget, verdict.notes)
 
     def _reprepare(self, call: PreparedCall, arguments: dict[str, Any]) -> PreparedCall:
         """``call`` prepared again with arguments the user edited (same ids).
@@ -292,9 +304,12 @@ class Batch:
         return ToolContext(env=setup.env, call_id=call.call_id, cancel=setup.cancel,
                            turn_id=setup.turn_id, emit_output=emit)
 
-    def _fold(self, outcomes: list[Outcome], budget: Budget, feedback: list[str]) -> Folded:
-        """Phase 4: each result through the repeat check, the budget and the guard."""
+    async def _fold(self, outcomes: list[Outcome], budget: Budget,
+                    feedback: list[str]) -> Folded:
+        """Phase 4: each result through the repeat check, the budget and the guard, then
+        the second look at flagged results (all at once, each bounded)."""
         folded = Folded(messages=[], items=[], feedback=feedback)
+        guarded: list[tuple[Outcome, ToolOutput, Advisory | None]] = []
         for o in outcomes:
             out = o.output
             if o.call.original_arguments is not None:
@@ -303,6 +318,9 @@ class Batch:
                 out = self.setup.repeats.mark(out)
             out, advisory = guard_output(f"{o.call.tool} ({o.call.model_id})", budget.fit(out),
                                          self.setup.guard)
+            guarded.append((o, out, advisory))
+        advisories = await self._second_looks([(out, a) for _, out, a in guarded])
+        for (o, out, _), advisory in zip(guarded, advisories, strict=True):
             if advisory is not None:
                 folded.advisories.append(m.Message(role="user", content=advisory.text,
                                                    id=m.new_id("guard"), notice="outputGuard"))
@@ -313,6 +331,25 @@ class Batch:
             folded.messages.append(self._result(o.call, out, o.status))
             folded.items.append(call_item(o.call, o.status, out))
         return folded
+
+    async def _second_looks(self, results: list[tuple[ToolOutput, Advisory | None]]
+                            ) -> list[Advisory | None]:
+        """The advisories after a model rated the flagged results (``[guard] llm_check``);
+        the heuristic ones where it was not asked or gave no usable answer."""
+        settings, rate = self.setup.guard, self.setup.rate
+        advisories = [a for _, a in results]
+        if not settings.llm_check or rate is None:
+            return advisories
+        asked = [i for i, a in enumerate(advisories) if a is not None and a.flagged]
+        if len(asked) > MAX_RATED:
+            log.info("guard: %d flagged results; the first %d are rated", len(asked), MAX_RATED)
+            asked = asked[:MAX_RATED]
+        rated = await asyncio.gather(*(
+            second_look(advisory, results[i][0], rate, settings.llm_timeout)
+            for i in asked if (advisory := advisories[i]) is not None))
+        for i, advisory in zip(asked, rated, strict=True):
+            advisories[i] = advisory
+        return advisories
 
     def _result(self, call: PreparedCall, out: ToolOutput, status: p.ToolStatus) -> m.Message:
         return m.Message(role="tool", tool_call_id=call.call_id, name=call.tool,

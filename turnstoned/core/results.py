@@ -4,14 +4,22 @@
 2. The output is cut to the context budget left for tool results.
 3. The output guard redacts credentials and flags prompt injection; medium and
    high findings become an ``Advisory`` the model and the editor are told about.
+   With ``[guard] llm_check`` a flagged result gets a second look (``second_look``):
+   one bounded side call to the session's model, whose verdict rewords the advisory;
+   when it fails, the heuristic advisory stands.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from turnstoned import guard
+from turnstoned.config import Config, ModelSettings
+from turnstoned.llm.types import ModelError, OnUsage
 from turnstoned.tools.base import ToolOutput, truncate_middle
 
 log = logging.getLogger(__name__)
@@ -87,6 +95,14 @@ class Budget:
 class GuardSettings:
     enabled: bool = True  # [tools] output_guard
     redact: bool = True  # [tools] redact_secrets
+    llm_check: bool = False  # [guard] llm_check: a second look at flagged results
+    llm_timeout: float = 8.0  # [guard] llm_timeout, seconds
+
+
+def guard_settings(config: Config) -> GuardSettings:
+    """The output guard as ``[tools]`` and ``[guard]`` configure it for tool results."""
+    return GuardSettings(config.tools.output_guard, config.tools.redact_secrets,
+                         config.guard.llm_check, config.guard.llm_timeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +113,13 @@ class Advisory:
     risk: str | None
     flags: tuple[str, ...]
     redacted: bool
+    label: str = ""  # the result it is about, as the text names it
+    findings: tuple[guard.Finding, ...] = ()
+
+    @property
+    def flagged(self) -> bool:
+        """Risky content was found (not only credentials): a second look may help."""
+        return guard.rater.flagged(self.findings)
 
 
 def guard_output(label: str, out: ToolOutput,
@@ -120,7 +143,51 @@ def guard_output(label: str, out: ToolOutput,
         if merged.findings:
             log.debug("guard (low) on %s: %s", label, merged.flags)
         return out, None
-    return out, Advisory(guard.advisory(label, merged), merged.risk, merged.flags, merged.redacted)
+    return out, Advisory(guard.advisory(label, merged), merged.risk, merged.flags, merged.redacted,
+                         label, merged.findings)
+
+
+# The side call of a second look: its messages -> the reply's text (raises ModelError).
+Rate = Callable[[list[dict[str, Any]]], Awaitable[str]]
+RATING_TOKENS = 256  # the longest answer a rater may give
+
+
+async def rate_with(model: ModelSettings, messages: list[dict[str, Any]],
+                    on_usage: OnUsage | None) -> str:
+    """A second look asked of ``model`` (the session's): a side call without tools and with
+    a short answer, whose tokens go to ``on_usage`` (the running turn's tally)."""
+    from turnstoned.llm.openai_chat import complete  # imports openai: not at startup
+
+    tokens = min(model.max_tokens or RATING_TOKENS, RATING_TOKENS)
+    return await complete(replace(model, max_tokens=tokens), messages, on_usage)
+
+
+async def second_look(advisory: Advisory, out: ToolOutput, rate: Rate,
+                      timeout: float) -> Advisory:
+    """``advisory`` reworded after a model rated ``out`` (what the model will read, so
+    already redacted); unchanged when the rater fails, is late or answers nonsense.
+
+    Never raises but for cancellation: the result is never held back by its rating.
+    """
+    messages = guard.rater.request(advisory.label, out.text(), advisory.findings)
+    try:
+        reply = await asyncio.wait_for(rate(messages), timeout)
+    except TimeoutError:
+        log.info("guard: no rating of %s within %gs", advisory.label, timeout)
+        return advisory
+    except ModelError as exc:
+        log.info("guard: rating %s failed: %s", advisory.label, exc.message)
+        return advisory
+    except Exception:  # an advisory side call: whatever breaks, the heuristics stand
+        log.exception("guard: rating %s failed", advisory.label)
+        return advisory
+    rating = guard.rater.parse(reply)
+    if rating is None:
+        log.info("guard: rating of %s not understood: %r", advisory.label, reply[:200])
+        return advisory
+    log.info("guard: %s rated %s", advisory.label, rating.verdict)
+    return replace(advisory, text=guard.rater.rated_advisory(advisory.text, advisory.label,
+                                                             rating))
 
 
 def replace_text(out: ToolOutput, texts: list[str]) -> ToolOutput:

@@ -28,7 +28,7 @@ from turnstoned.core.compaction import Compactor
 from turnstoned.core.events import EventSink
 from turnstoned.core.pipeline import Batch, BatchSetup, Folded, call_item
 from turnstoned.core.replies import ItemStream
-from turnstoned.core.results import Budget, GuardSettings
+from turnstoned.core.results import Budget, guard_settings, rate_with
 from turnstoned.core.session import Session, TurnState
 from turnstoned.core.toolset import Toolset
 from turnstoned.llm.types import ModelError, ModelReply
@@ -202,13 +202,18 @@ class TurnRunner:
     # ----------------------------------------------------------- commits
 
     def _setup(self) -> BatchSetup:
-        tools_cfg = self.config.tools
+        guard = guard_settings(self.config)
         return BatchSetup(env=self.session.env, sink=self.sink, turn_id=self.turn.id,
                           cancel=self.turn.cancel, policy=self.session.policy,
-                          repeats=self.session.repeats,
-                          guard=GuardSettings(tools_cfg.output_guard, tools_cfg.redact_secrets),
+                          repeats=self.session.repeats, guard=guard,
+                          rate=self._rate if guard.llm_check else None,
                           before_changes=partial(self.checkpoints.before, self.session.env,
                                                  self.turn.id) if self.checkpoints else None)
+
+    async def _rate(self, messages: list[dict[str, Any]]) -> str:
+        """The output guard's second look, asked of the session's model (its tokens are
+        the turn's)."""
+        return await rate_with(self.model_for(self.session.id), messages, self.turn.add_usage)
 
     def _commit_assistant(self, reply: ModelReply) -> Batch:
         """Prepare the reply's tool calls, then commit the assistant message and open their items."""

@@ -4,10 +4,13 @@
 colour escapes and diff signs) and flags prompt injection and other risky content
 (``scan``) with linear patterns under a time budget (``rules``);
 ``advisory`` words what it found for the model and the editor. Pure: no I/O,
-no model.
+no model. The optional second look (``rater``) is worded and read here too: what a
+model is asked about a flagged result, and the advisory after its verdict; the core
+makes that side call.
 """
 
+from turnstoned.guard import rater
 from turnstoned.guard.rules import Finding
 from turnstoned.guard.scan import REDACTION_NOTICE, GuardResult, advisory, check
 
-__all__ = ["REDACTION_NOTICE", "Finding", "GuardResult", "advisory", "check"]
+__all__ = ["REDACTION_NOTICE", "Finding", "GuardResult", "advisory", "check", "rater"]
