@@ -37,8 +37,9 @@ PROTOCOL_VERSION = 1
 # turn/changes; "1.13" adds model/list, model/use and session/setModel, workspace/findFiles
 # and ``mention`` and ``image`` input items (``images`` on userMessage items),
 # session/commands, the update_plan tool and plan/updated, session/delete and ``cwd`` on
-# session/list, mcpServer/elicit.
-PROTOCOL_REVISION = "1.13"
+# session/list, mcpServer/elicit; "1.14" adds OAuth for HTTP MCP servers (``needsAuth``
+# and ``loggedIn`` on server info, mcpServer/login, mcpServer/logout, mcpServer/authorize).
+PROTOCOL_REVISION = "1.14"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -75,6 +76,7 @@ class ErrorCode(enum.IntEnum):
     GRANT_NOT_FOUND = -32023
     CHECKPOINT_NOT_FOUND = -32024
     TURN_RUNNING = -32025
+    MCP_LOGIN_FAILED = -32026
 
 
 ERROR_KINDS: dict[ErrorCode, str] = {
@@ -96,6 +98,7 @@ ERROR_KINDS: dict[ErrorCode, str] = {
     ErrorCode.GRANT_NOT_FOUND: "grantNotFound",
     ErrorCode.CHECKPOINT_NOT_FOUND: "checkpointNotFound",
     ErrorCode.TURN_RUNNING: "turnRunning",
+    ErrorCode.MCP_LOGIN_FAILED: "mcpLoginFailed",
 }
 
 TurnErrorKind = Literal[
@@ -622,6 +625,10 @@ class McpServerInfo(Wire, kw_only=True):
     prompts: int = 0
     error: str | None = None
     origin: str | None = None
+    # An HTTP server asks for a login (mcpServer/login opens the browser); OAuth tokens for
+    # it are stored (mcpServer/logout forgets them).
+    needs_auth: bool = False
+    logged_in: bool = False
 
 
 class McpServerStatusChanged(McpServerInfo, Event, kw_only=True):
@@ -634,6 +641,16 @@ class McpServerListResult(Wire, kw_only=True):
 
 class McpServerRefreshParams(Wire, kw_only=True):
     name: str | None = None
+
+
+class McpServerLoginParams(Wire, kw_only=True):
+    name: str
+
+
+class McpServerLoginResult(Wire, kw_only=True):
+    """The server's state after the login (connected) or the logout."""
+
+    server: McpServerInfo
 
 
 class McpChange(Wire, kw_only=True):
@@ -1321,6 +1338,27 @@ class McpElicitResponse(Wire, kw_only=True):
     content: dict[str, Any] | None = None
 
 
+# ---------------------------------------------------------------- MCP login
+
+
+class McpAuthorizeParams(Event, kw_only=True):
+    """Open ``url`` in the user's browser to log in to MCP server ``server``: during an
+    mcpServer/login the client asked for, or (``sessionId`` set) for a tool call the user
+    approved when the server asks for more access. The page ends at a loopback address of
+    the daemon's machine; the daemon waits up to 5 minutes for it."""
+
+    server: str
+    url: str
+    session_id: str | None = None
+
+
+class McpAuthorizeResponse(Wire, kw_only=True):
+    """``opened``: the browser was asked to show the page (false: the user was only shown
+    the address)."""
+
+    opened: bool
+
+
 # ---------------------------------------------------------------- the editor's services
 
 
@@ -1493,6 +1531,11 @@ METHODS: tuple[Method, ...] = (
          "Rediscover one or all MCP servers (reconnecting dead ones)."),
     _req("mcpServer/trust", McpServerTrustParams, McpServerTrustResult,
          "Trust (start) or revoke a project's .mcp.json servers; answers once they settled."),
+    _req("mcpServer/login", McpServerLoginParams, McpServerLoginResult,
+         "Log in to an HTTP MCP server (OAuth; the browser opens through mcpServer/authorize); "
+         "answers once it connected, or with the reason it did not."),
+    _req("mcpServer/logout", McpServerLoginParams, McpServerLoginResult,
+         "Forget an MCP server's OAuth tokens; it reconnects without them."),
     _req("daemon/health", DaemonHealthParams, DaemonHealthResult,
          "Version, protocol and load; with `probe`, whether the model server answers."),
     _req("memory/list", MemoryListParams, MemoryListResult,
@@ -1552,6 +1595,8 @@ METHODS: tuple[Method, ...] = (
            McpTrustResponse, "Ask whether a workspace's policies file may allow tool calls."),
     Method("mcpServer/elicit", "daemon->client", "request", McpElicitParams, McpElicitResponse,
            "An MCP server asks the user something while its tool runs: show a form."),
+    Method("mcpServer/authorize", "daemon->client", "request", McpAuthorizeParams,
+           McpAuthorizeResponse, "Open an MCP server's login page in the user's browser."),
     Method("editor/diagnostics", "daemon->client", "request", EditorDiagnosticsParams,
            EditorDiagnosticsResult, "The diagnostics the editor shows for a file or the workspace."),
     Method("editor/openFiles", "daemon->client", "request", EditorOpenFilesParams,

@@ -49,6 +49,7 @@ def mcp_manager(config: Config) -> MCPManager:
         specs, issues, call_timeout=config.mcp.call_timeout_seconds,
         health_interval=config.mcp.health_check_seconds,
         env_scrub=lambda environ: scrub_env(environ, passthrough=passthrough),
+        auth_dir=paths.data_dir() / "mcp-auth",
     )
 
 

@@ -39,6 +39,7 @@ from turnstoned.core.undo import Checkpoints
 from turnstoned.core.watches import WatchDesk
 from turnstoned.llm.types import ModelError
 from turnstoned.mcp.catalog import catalog_text
+from turnstoned.mcp.models import LoginError, Opener
 from turnstoned.mcp.project import PROJECT_FILE
 from turnstoned.mcp.trust import TrustError
 from turnstoned.places import within
@@ -432,6 +433,22 @@ class Engine:
             workspace=str(outcome.project.workspace), config_path=str(outcome.project.path),
             hash=outcome.project.hash, trusted=outcome.trusted,
             servers=[wire.server_info(s) for s in outcome.servers])
+
+    async def mcp_login(self, name: str, opener: Opener) -> p.McpServerInfo:
+        """``mcpServer/login``: the server's OAuth login (``opener`` shows the page)."""
+        try:
+            return wire.server_info(await self.mcp.login(name, opener))
+        except KeyError as exc:
+            raise EngineError(ErrorCode.MCP_SERVER_NOT_FOUND, str(exc.args[0])) from exc
+        except LoginError as exc:
+            raise EngineError(ErrorCode.MCP_LOGIN_FAILED, f"login to {name!r} failed: {exc}"
+                              ) from None
+
+    async def mcp_logout(self, name: str) -> p.McpServerInfo:
+        try:
+            return wire.server_info(await self.mcp.logout(name))
+        except KeyError as exc:
+            raise EngineError(ErrorCode.MCP_SERVER_NOT_FOUND, str(exc.args[0])) from exc
 
     async def mcp_refresh(self, name: str | None) -> list[p.McpChange]:
         try:

@@ -126,8 +126,15 @@ class McpToolHandle:
                 of = f"/{total:g}" if total is not None else ""
                 ctx.emit_output(f"[progress {done:g}{of}{': ' + message if message else ''}]\n")
 
+        async def opener(server: str, url: str) -> bool | None:
+            """The server's login page, when it asks for more access for this call."""
+            authorize = ctx.env.services.authorize
+            return await authorize(p.McpAuthorizeParams(
+                server=server, url=url, session_id=ctx.env.session_id,
+            )) if authorize is not None else None
+
         result = await self.manager.call_tool(self.name, call.data, asker=asker,
-                                              progress=progress)
+                                              progress=progress, opener=opener)
         return ToolOutput(result.content, is_error=result.is_error,
                           effect_status=result.effect_status)
 

@@ -53,7 +53,7 @@ def server_info(status: ServerStatus) -> p.McpServerInfo:
     return p.McpServerInfo(
         name=status.name, status=status.status, tools=status.tools,
         resources=status.resources, prompts=status.prompts, error=status.error,
-        origin=status.origin)
+        origin=status.origin, needs_auth=status.needs_auth, logged_in=status.logged_in)
 
 
 def status_changed(status: ServerStatus) -> p.McpServerStatusChanged:

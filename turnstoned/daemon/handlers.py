@@ -22,7 +22,7 @@ import msgspec
 from turnstoned import __version__
 from turnstoned import protocol as p
 from turnstoned.core.errors import EngineError
-from turnstoned.daemon.router import CALLER, closed, subscribe, unsubscribe
+from turnstoned.daemon.router import CALLER, closed, login_opener, subscribe, unsubscribe
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine
@@ -249,6 +249,19 @@ async def mcp_server_refresh(get_engine: GetEngine,
 async def mcp_server_trust(get_engine: GetEngine,
                            params: p.McpServerTrustParams) -> p.McpServerTrustResult:
     return await get_engine().mcp_trust(params)
+
+
+@handles("mcpServer/login")
+async def mcp_server_login(get_engine: GetEngine,
+                           params: p.McpServerLoginParams) -> p.McpServerLoginResult:
+    return p.McpServerLoginResult(
+        server=await get_engine().mcp_login(params.name, login_opener()))
+
+
+@handles("mcpServer/logout")
+async def mcp_server_logout(get_engine: GetEngine,
+                            params: p.McpServerLoginParams) -> p.McpServerLoginResult:
+    return p.McpServerLoginResult(server=await get_engine().mcp_logout(params.name))
 
 
 @handles("grant/list")

@@ -27,7 +27,7 @@ import contextvars
 import itertools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,18 @@ def unsubscribe(session_id: str) -> None:
     conn = CALLER.get()
     if conn is not None:
         conn.router.unsubscribe(conn, session_id)
+
+
+def login_opener() -> Callable[[str, str], Awaitable[bool | None]]:
+    """Shows an MCP login page to the connection serving this request (mcpServer/login)."""
+    conn = CALLER.get()
+
+    async def opener(server: str, url: str) -> bool | None:
+        if conn is None:
+            return None
+        return await conn.router.open_login_page(p.McpAuthorizeParams(server=server, url=url),
+                                                 [conn])
+    return opener
 
 
 def closed(session_id: str) -> None:
@@ -340,6 +352,28 @@ class Router:
             return msgspec.convert(raw, p.McpElicitResponse)
         except msgspec.ValidationError:
             log.warning("mcpServer/elicit answer is not valid: %r", raw)
+            return None
+
+    async def request_authorization(self, params: p.McpAuthorizeParams) -> bool | None:
+        """An MCP server's login page for a session's running call, shown by the connections
+        following it (the first answer wins); None when none could be asked."""
+        return await self.open_login_page(
+            params, list(self.followers_of(params.session_id or "")))
+
+    async def open_login_page(self, params: p.McpAuthorizeParams,
+                              targets: list[Connection]) -> bool | None:
+        """``mcpServer/authorize`` to ``targets``: True the browser opened, False the user
+        was shown the address only, None nobody could be asked."""
+        from pygls.exceptions import JsonRpcException
+
+        targets = [c for c in targets if not c.closed]
+        if not targets:
+            return None
+        try:
+            raw = await self._ask(_Question(params, "authorize", params.session_id), targets)
+            return msgspec.convert(raw, p.McpAuthorizeResponse).opened
+        except (Unanswerable, JsonRpcException, msgspec.ValidationError) as exc:
+            log.info("mcpServer/authorize was not answered: %s", exc)
             return None
 
     async def request_mcp_trust(

@@ -71,6 +71,7 @@ class EngineHolder(process.EngineHolder):
         assert isinstance(router, Router)
         engine.services.editor = router  # the editors' diagnostics, buffers, ...
         engine.services.elicit = router.request_elicitation  # servers' questions
+        engine.services.authorize = router.request_authorization  # servers' login pages
 
     def after_discovery(self, fn: Callable[[Any], Awaitable[Any]]
                         ) -> Callable[[Any], Awaitable[Any]]:

@@ -18,7 +18,8 @@ and that server is disabled.
 Entry fields: stdio ``command``, ``args``, ``env``, ``cwd``; HTTP ``type = "http"``
 (also ``"streamable-http"``/``"streamableHttp"``; an entry with ``url`` and no
 ``type`` is HTTP), ``url``, ``headers``; both take ``timeout`` (seconds per call)
-and ``enabled``/``disabled``. Strings may use ``${VAR}`` and ``${VAR:-default}``,
+and ``enabled``/``disabled``; HTTP also ``oauth`` (``OAuthSpec``: ``false`` turns
+OAuth off). Strings may use ``${VAR}`` and ``${VAR:-default}``,
 expanded from the daemon's environment. A relative ``cwd`` from a JSON file is
 taken relative to that file; project stdio servers default to the project folder.
 Unknown keys (other agents' ``autoApprove`` and the like) are ignored.
@@ -46,6 +47,26 @@ VAR_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 
 
+class OAuthSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """An HTTP server's ``oauth`` table. Everything is optional: a server that answers 401
+    is discovered and registered with by itself. ``client_id`` (and ``client_secret``)
+    name a client registered by hand; ``client_metadata_url`` is the HTTPS address of the
+    user's client ID metadata document, used where the authorization server accepts one;
+    ``grant = "client_credentials"`` logs in as a machine (a secret, or ``private_key``,
+    a PEM signing a JWT assertion with ``signing_algorithm``)."""
+
+    enabled: bool = True
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    client_id: str = ""
+    client_secret: str = ""
+    scope: str = ""
+    client_metadata_url: str = ""
+    token_endpoint_auth_method: Literal[
+        "", "none", "client_secret_basic", "client_secret_post"] = ""
+    private_key: str = ""
+    signing_algorithm: str = "RS256"
+
+
 class ServerSpec(msgspec.Struct, kw_only=True, frozen=True):
     """One configured MCP server, validated."""
 
@@ -57,6 +78,7 @@ class ServerSpec(msgspec.Struct, kw_only=True, frozen=True):
     cwd: str | None = None
     url: str = ""
     headers: dict[str, str] = {}
+    oauth: OAuthSpec | None = None  # None: the defaults (OAuth on a 401)
     origin: str = "config"
     timeout: float | None = None  # per-call timeout override, seconds
     enabled: bool = True
@@ -186,7 +208,8 @@ def _parse_entry(
             "enabled": _enabled(raw),
         }
         if kind == "http":
-            return ServerSpec(type="http", **common, **_http_fields(raw, expand))
+            oauth = _oauth(raw.get("oauth"), expand, base_dir, project is not None)
+            return ServerSpec(type="http", **common, **_http_fields(raw, expand), oauth=oauth)
         return ServerSpec(type="stdio", **common, **_stdio_fields(raw, expand, base_dir, project))
     except EntryError as exc:
         return entry_issue(name, origin, str(exc))
@@ -273,6 +296,49 @@ def _http_fields(raw: Mapping[str, Any], expand: Callable[[str], str]) -> dict[s
     if not url.startswith(("http://", "https://")):
         raise EntryError(f"'url' must start with http:// or https:// (got {url!r})")
     return {"url": url, "headers": _string_map(raw.get("headers"), "headers", expand)}
+
+
+_OAUTH_KEYS = frozenset(OAuthSpec.__struct_fields__) - {"enabled"} | {"private_key_file"}
+_OAUTH_CREDENTIALS = frozenset({"client_id", "client_secret", "private_key", "private_key_file",
+                                "client_metadata_url", "grant"})
+
+
+def _oauth(raw: Any, expand: Callable[[str], str], base_dir: Path | None,
+           from_project: bool) -> OAuthSpec | None:
+    """The ``oauth`` entry: ``false`` turns OAuth off, a table configures it. A project's
+    file may name scopes only: credentials come from the user's own configuration."""
+    if raw is None or raw is True:
+        return None
+    if raw is False:
+        return OAuthSpec(enabled=False)
+    if not isinstance(raw, Mapping):
+        raise EntryError(f"'oauth' must be a table/object or false, got {_kind(raw)}")
+    unknown = sorted(set(raw) - _OAUTH_KEYS)
+    if unknown:
+        raise EntryError(f"'oauth' has unknown keys: {', '.join(unknown)}")
+    if from_project and _OAUTH_CREDENTIALS & set(raw):
+        raise EntryError("a project's .mcp.json may not name OAuth credentials "
+                         "(client_id, client_secret, private_key, grant); put them in your "
+                         "own configuration")
+    fields = _string_map(raw, "oauth", expand)
+    key_file = fields.pop("private_key_file", "")
+    if key_file:
+        path = Path(_resolve_cwd(key_file, base_dir))
+        try:
+            fields["private_key"] = path.read_text()
+        except OSError as exc:
+            raise EntryError(f"'oauth.private_key_file' {path}: {exc.strerror or exc}") from None
+    try:
+        spec = msgspec.convert(fields, OAuthSpec)
+    except msgspec.ValidationError as exc:
+        raise EntryError(f"'oauth': {exc}") from None
+    if spec.grant == "client_credentials" and not (
+            spec.client_id and (spec.client_secret or spec.private_key)):
+        raise EntryError("'oauth.grant = \"client_credentials\"' needs client_id and "
+                         "client_secret or private_key")
+    if spec.client_metadata_url and not spec.client_metadata_url.startswith("https://"):
+        raise EntryError("'oauth.client_metadata_url' must be an https:// URL")
+    return spec
 
 
 def _resolve_cwd(cwd: str, base_dir: Path | None) -> str:

@@ -43,8 +43,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from turnstoned import __version__, guard
 from turnstoned.mcp import discovery, render
+from turnstoned.mcp.auth import Authorizer
 from turnstoned.mcp.config import ServerSpec
-from turnstoned.mcp.models import ConnectError, MCPCallResult
+from turnstoned.mcp.models import ConnectError, MCPCallResult, Opener
 
 
 def with_defaults(content: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -87,8 +88,10 @@ class Connection:
         connect_timeout: float,
         on_list_changed: Callable[[Connection, str], None],
         on_lost: Callable[[Connection, str], None],
+        auth: Authorizer | None = None,
     ) -> None:
         self.spec = spec
+        self.auth = auth
         self._env = env
         self._askers: list[Asker] = []  # the calls under way that can ask the user
         self.roots: Callable[[], list[str]] = list  # the sessions' folders
@@ -178,7 +181,7 @@ class Connection:
         spec = self.spec
         if spec.type == "http":
             client = httpx2.AsyncClient(
-                headers=spec.headers,
+                headers=spec.headers, auth=self.auth.provider if self.auth is not None else None,
                 timeout=httpx2.Timeout(30.0, read=300.0),
                 event_hooks={"response": [self._check_http_session]},
             )
@@ -316,15 +319,20 @@ class Connection:
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], timeout: float, asker: Asker | None = None,
         report: Callable[[float, float | None, str | None], None] | None = None,
+        opener: Opener | None = None,
     ) -> MCPCallResult:
         """``tools/call``; failures are error results (only cancellation propagates).
         ``asker`` answers the server's questions (elicitation) while the call runs;
-        ``report`` hears its progress notifications (progress, total, message)."""
+        ``report`` hears its progress notifications (progress, total, message);
+        ``opener`` opens the login page if the server asks for more scope (step-up)."""
         session = self.session
         if session is None:
             return self._not_connected()
         if asker is not None:
             self._askers.append(asker)
+        openers = self.auth.openers if self.auth is not None else []
+        if opener is not None:
+            openers.append(opener)
         try:
             async def on_progress(progress: float, total: float | None,
                                   message: str | None) -> None:
@@ -340,6 +348,8 @@ class Connection:
         finally:
             if asker is not None:
                 self._askers.remove(asker)
+            if opener in openers:
+                openers.remove(opener)
         return render.tool_result(result)
 
     async def read_resource(self, uri: str, timeout: float) -> MCPCallResult:

@@ -46,11 +46,14 @@ from turnstoned.mcp.models import (
     MCPResource,
     MCPResourceTemplate,
     MCPTool,
+    Opener,
     ServerStatus,
 )
 from turnstoned.mcp.pool import Gate, Server, ServerPool, Timings
 
 if TYPE_CHECKING:  # the connection imports the MCP SDK: not on the daemon's start
+    from pathlib import Path
+
     from turnstoned.mcp.connection import Asker
 
 log = logging.getLogger(__name__)
@@ -74,12 +77,14 @@ class MCPManager:
         debounce: float = 0.3,
         backoff_base: float = 1.0,
         backoff_cap: float = 60.0,
+        auth_dir: Path | None = None,
     ) -> None:
         timings = Timings(
             health_interval, connect_timeout, ping_timeout, debounce, backoff_base, backoff_cap
         )
         self._pool = ServerPool(
-            specs, timings, on_catalog=self._publish, on_status=self._emit_status
+            specs, timings, on_catalog=self._publish, on_status=self._emit_status,
+            auth_dir=auth_dir,
         )
         self._servers = self._pool.servers
         self._issues = list(issues)
@@ -203,9 +208,11 @@ class MCPManager:
         self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
         asker: Asker | None = None,
         progress: Callable[[float, float | None, str | None], None] | None = None,
+        opener: Opener | None = None,
     ) -> MCPCallResult:
         """Call a tool by its model-facing name; server trouble is an error result.
-        ``asker`` answers the server's questions while the call runs."""
+        ``asker`` answers the server's questions while the call runs; ``opener`` shows the
+        login page when the server asks for more scope for it."""
         tool = self._index.tool_by_name.get(name)
         if tool is None:
             return self._unavailable("tool", name, self._index.known_tools.get(name))
@@ -216,7 +223,7 @@ class MCPManager:
         limit = timeout if timeout is not None else (srv.spec.timeout or self._call_timeout)
         srv.inflight += 1
         try:
-            return await conn.call_tool(tool.tool, arguments, limit, asker, progress)
+            return await conn.call_tool(tool.tool, arguments, limit, asker, progress, opener)
         finally:
             srv.inflight -= 1
 
@@ -252,15 +259,34 @@ class MCPManager:
         )
         return MCPCallResult(content=text, is_error=True)
 
+    async def login(self, name: str, opener: Opener) -> ServerStatus:
+        """Log in to an HTTP server (``opener`` shows the login page to the user) and connect;
+        raises ``KeyError`` for an unknown name, ``LoginError`` when it did not connect."""
+        srv = self._server(name)
+        await self._pool.login(srv, opener)
+        return _status_of(srv)
+
+    async def logout(self, name: str) -> ServerStatus:
+        """Forget a server's tokens; it reconnects without them (and may then need a login)."""
+        srv = self._server(name)
+        await self._pool.logout(srv)
+        status = _status_of(srv)
+        self._emit_status(srv)
+        return status
+
+    def _server(self, name: str) -> Server:
+        srv = self._servers.get(name)
+        if srv is None:
+            known = ", ".join(self._servers) or "none"
+            raise KeyError(f"unknown MCP server {name!r} (configured: {known})")
+        return srv
+
     async def refresh(self, name: str | None = None) -> list[CatalogChange]:
         """Rediscover one server or all, reconnecting dead ones; returns the +/- changes.
 
         Raises ``KeyError`` for an unknown server name (the message lists the known ones).
         """
-        if name is not None and name not in self._servers:
-            known = ", ".join(self._servers) or "none"
-            raise KeyError(f"unknown MCP server {name!r} (configured: {known})")
-        targets = [self._servers[name]] if name is not None else list(self._servers.values())
+        targets = [self._server(name)] if name is not None else list(self._servers.values())
         return list(await asyncio.gather(*(self._pool.refresh(srv) for srv in targets)))
 
     # -- publishing ----------------------------------------------------------------
@@ -299,6 +325,8 @@ def _status_of(srv: Server) -> ServerStatus:
         error=srv.error,
         server_version=conn.server_version if conn is not None else None,
         protocol_version=init.protocol_version if init is not None else None,
+        needs_auth=srv.needs_auth,
+        logged_in=srv.auth is not None and srv.auth.logged_in,
     )
 
 

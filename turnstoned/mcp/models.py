@@ -6,6 +6,7 @@ encode). Nothing here imports the MCP SDK.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import msgspec
@@ -15,6 +16,17 @@ ServerState = Literal["connecting", "connected", "failed", "disabled", "untruste
 
 class ConnectError(Exception):
     """A server could not be connected or its catalog listed; the message is for the user."""
+
+
+class LoginError(ConnectError):
+    """A login to a server could not be done or did not finish; the message is for the user."""
+
+
+LOGIN_TIMEOUT = 300.0  # seconds a person has to finish a login in the browser
+
+# Shows the user the login page ``url`` of ``server``: True the browser opened it, False the
+# user was shown the address only, None nobody could be asked.
+Opener = Callable[[str, str], Awaitable[bool | None]]
 
 
 class MCPTool(msgspec.Struct, kw_only=True, frozen=True):
@@ -103,6 +115,8 @@ class ServerStatus(msgspec.Struct, kw_only=True, frozen=True):
     error: str | None = None
     server_version: str | None = None  # serverInfo "name version" once connected
     protocol_version: str | None = None
+    needs_auth: bool = False  # it asks for a login (``login`` opens the browser)
+    logged_in: bool = False  # OAuth tokens for it are stored (``logout`` forgets them)
 
 
 class MCPCallResult(msgspec.Struct, kw_only=True, frozen=True):

@@ -37,8 +37,11 @@ import msgspec
 from turnstoned import guard
 from turnstoned.mcp.config import ServerSpec
 from turnstoned.mcp.models import (
+    LOGIN_TIMEOUT,
     CatalogChange,
     ConnectError,
+    LoginError,
+    Opener,
     ServerCatalog,
     ServerState,
     ServerStatus,
@@ -46,6 +49,9 @@ from turnstoned.mcp.models import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from turnstoned.mcp.auth import Authorizer
     from turnstoned.mcp.connection import Connection
 
 log = logging.getLogger(__name__)
@@ -85,6 +91,8 @@ class Server:
     pending: set[str] = field(default_factory=set)
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     last_status: ServerStatus | None = None
+    auth: Authorizer | None = None  # an HTTP server's OAuth, made at its first connect
+    needs_auth: bool = False  # its last connect stopped at the login; no retries until one
     tasks: dict[str, asyncio.Task[Any]] = field(
         default_factory=dict
     )  # "reconnect", "refresh", "ping"
@@ -104,7 +112,9 @@ class ServerPool:
         *,
         on_catalog: Callable[[], None],
         on_status: Callable[[Server], None],
+        auth_dir: Path | None = None,
     ) -> None:
+        self.auth_dir = auth_dir  # where OAuth tokens are kept (None: no OAuth)
         self.servers = {
             s.name: Server(spec=s, state="connecting" if s.enabled else "disabled") for s in specs
         }
@@ -282,12 +292,15 @@ class ServerPool:
                 return True  # not a failure to retry: nothing may run until trusted again
             if srv.attempt == 0 or announce:
                 self._set_state(srv, "connecting", srv.error)
+            auth = self._authorizer(srv)
+            waiting = auth is not None and bool(auth.openers)  # a login: a person in a browser
             conn = Connection(
                 srv.spec,
                 env={**self.env, **srv.spec.env},
-                connect_timeout=self._t.connect_timeout,
+                connect_timeout=self._t.connect_timeout + (LOGIN_TIMEOUT if waiting else 0.0),
                 on_list_changed=lambda c, kind: self.on_list_changed(srv, c, kind),
                 on_lost=lambda c, reason: self._on_lost(srv, c, reason),
+                auth=auth,
             )
             conn.roots = lambda: self.roots()
             srv.connecting = conn
@@ -296,6 +309,10 @@ class ServerPool:
                 found = await conn.discover(ALL_KINDS, self._t.connect_timeout)
             except ConnectError as exc:
                 await conn.close()
+                if auth is not None and auth.needs_login:
+                    srv.needs_auth = True
+                    self._set_state(srv, "failed", "needs login: the server asks you to log in")
+                    return True  # not a failure to retry: nothing works until a login
                 self._failed(srv, str(exc))
                 return False
             except Exception as exc:  # a bug here must not kill the reconnect loop
@@ -309,7 +326,7 @@ class ServerPool:
             finally:
                 srv.connecting = None
                 srv.settled.set()
-            srv.conn, srv.attempt, srv.missed_pings = conn, 0, 0
+            srv.conn, srv.attempt, srv.missed_pings, srv.needs_auth = conn, 0, 0, False
             srv.catalog = ServerCatalog(**found)
             srv.state, srv.error = "connected", None
             self._on_catalog()
@@ -355,8 +372,66 @@ class ServerPool:
                 srv.tasks["refresh"] = self._spawn(self._refresh_worker(srv, 0.0))
             if srv.inflight == 0 and srv.idle("ping"):
                 srv.tasks["ping"] = self._spawn(self._ping(srv, conn))
-        elif srv.spec.enabled and srv.state == "failed" and srv.idle("reconnect"):
+        elif srv.spec.enabled and srv.state == "failed" and not srv.needs_auth \
+                and srv.idle("reconnect"):
             srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
+
+    # -- OAuth -----------------------------------------------------------------------
+
+    def _authorizer(self, srv: Server) -> Authorizer | None:
+        """The server's OAuth (made once): HTTP servers with OAuth on, when tokens have a home."""
+        oauth = srv.spec.oauth
+        if srv.auth is None and srv.spec.type == "http" and self.auth_dir is not None \
+                and (oauth is None or oauth.enabled):
+            from turnstoned.mcp.auth import Authorizer, TokenStore
+
+            srv.auth = Authorizer(srv.spec, TokenStore.for_server(self.auth_dir, srv.spec))
+        return srv.auth
+
+    async def login(self, srv: Server, opener: Opener) -> None:
+        """Connect with a person to take the browser step (``opener`` shows the page);
+        raises ``ConnectError`` with the reason when that did not connect. A connected
+        server is left as it is."""
+        if srv.spec.type != "http":
+            raise LoginError(f"MCP server {srv.spec.name!r} runs on this machine (stdio): "
+                             "it has no login")
+        auth = self._authorizer(srv)
+        if auth is None:
+            raise LoginError(f"OAuth is off for MCP server {srv.spec.name!r} (oauth = false)")
+        if auth.machine:
+            raise LoginError(f"MCP server {srv.spec.name!r} logs in with client credentials; "
+                             "no browser login")
+        if srv.conn is not None or srv.state == "untrusted" or not srv.spec.enabled:
+            return
+        await self._cancel(srv, "reconnect")
+        auth.openers.append(opener)
+        auth.needs_login = False
+        try:
+            connected = await self._connect(srv, announce=True)
+        finally:
+            auth.openers.remove(opener)
+        if not connected or srv.conn is None:
+            if srv.idle("reconnect") and not srv.needs_auth:
+                srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=False))
+            raise LoginError(srv.error or "the server did not connect")
+
+    async def logout(self, srv: Server) -> bool:
+        """Forget the server's tokens and reconnect without them; True if it had any."""
+        auth = self._authorizer(srv)
+        if auth is None:
+            return False
+        had = auth.logout()
+        await self._cancel(srv, "reconnect")
+        conn, srv.conn = srv.conn, None
+        if conn is not None:
+            self._close_later(conn)
+            srv.catalog = ServerCatalog()
+            self._on_catalog()
+        srv.needs_auth, srv.attempt = False, 0
+        if srv.spec.enabled and srv.state != "untrusted":
+            srv.settled.clear()
+            srv.tasks["reconnect"] = self._spawn(self._reconnect_loop(srv, immediate=True))
+        return had
 
     async def _ping(self, srv: Server, conn: Connection) -> None:
         """A closed connection reports itself; a wedged one is abandoned after a few timeouts."""

@@ -31,6 +31,7 @@ from turnstoned.protocol import (
     Event,
     FileChange,
     FileChangeKind,
+    McpAuthorizeParams,
     McpElicitParams,
     McpElicitResponse,
     SandboxUse,
@@ -227,6 +228,9 @@ class Services:
     editor: EditorLink | None = None
     # Ask the user an MCP server's question (mcpServer/elicit); None: nobody could answer.
     elicit: Callable[[McpElicitParams], Awaitable[McpElicitResponse | None]] | None = None
+    # Show the user an MCP server's login page (mcpServer/authorize): True opened, False
+    # shown as an address, None nobody could be asked.
+    authorize: Callable[[McpAuthorizeParams], Awaitable[bool | None]] | None = None
 
     def need_store(self) -> Store:
         """The store, for a tool whose prepare checked it is there."""

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.13";
+export const PROTOCOL_REVISION = "1.14";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -412,6 +412,26 @@ export interface ItemStarted {
   parentCallId?: string | null;
 }
 
+/**
+ * Open ``url`` in the user's browser to log in to MCP server ``server``: during an
+ * mcpServer/login the client asked for, or (``sessionId`` set) for a tool call the user
+ * approved when the server asks for more access. The page ends at a loopback address of
+ * the daemon's machine; the daemon waits up to 5 minutes for it.
+ */
+export interface McpAuthorizeParams {
+  server: string;
+  url: string;
+  sessionId?: string | null;
+}
+
+/**
+ * ``opened``: the browser was asked to show the page (false: the user was only shown
+ * the address).
+ */
+export interface McpAuthorizeResponse {
+  opened: boolean;
+}
+
 export interface McpChange {
   server: string;
   added?: string[];
@@ -459,10 +479,23 @@ export interface McpServerInfo {
   prompts?: number;
   error?: string | null;
   origin?: string | null;
+  needsAuth?: boolean;
+  loggedIn?: boolean;
 }
 
 export interface McpServerListResult {
   servers: McpServerInfo[];
+}
+
+export interface McpServerLoginParams {
+  name: string;
+}
+
+/**
+ * The server's state after the login (connected) or the logout.
+ */
+export interface McpServerLoginResult {
+  server: McpServerInfo;
 }
 
 /**
@@ -503,6 +536,8 @@ export interface McpServerStatusChanged {
   prompts?: number;
   error?: string | null;
   origin?: string | null;
+  needsAuth?: boolean;
+  loggedIn?: boolean;
 }
 
 /**
@@ -1313,6 +1348,8 @@ export const Method = {
   mcpServerList: "mcpServer/list",
   mcpServerRefresh: "mcpServer/refresh",
   mcpServerTrust: "mcpServer/trust",
+  mcpServerLogin: "mcpServer/login",
+  mcpServerLogout: "mcpServer/logout",
   daemonHealth: "daemon/health",
   memoryList: "memory/list",
   memoryDelete: "memory/delete",
@@ -1348,6 +1385,7 @@ export const Method = {
   mcpServerRequestTrust: "mcpServer/requestTrust",
   policyRequestTrust: "policy/requestTrust",
   mcpServerElicit: "mcpServer/elicit",
+  mcpServerAuthorize: "mcpServer/authorize",
   editorDiagnostics: "editor/diagnostics",
   editorOpenFiles: "editor/openFiles",
   editorSymbol: "editor/symbol",
@@ -1380,6 +1418,8 @@ export interface ClientRequests {
   "mcpServer/list": { params: null; result: McpServerListResult };
   "mcpServer/refresh": { params: McpServerRefreshParams; result: McpServerRefreshResult };
   "mcpServer/trust": { params: McpServerTrustParams; result: McpServerTrustResult };
+  "mcpServer/login": { params: McpServerLoginParams; result: McpServerLoginResult };
+  "mcpServer/logout": { params: McpServerLoginParams; result: McpServerLoginResult };
   "daemon/health": { params: DaemonHealthParams; result: DaemonHealthResult };
   "memory/list": { params: MemoryListParams; result: MemoryListResult };
   "memory/delete": { params: MemoryDeleteParams; result: MemoryDeleteResult };
@@ -1421,6 +1461,7 @@ export interface DaemonRequests {
   "mcpServer/requestTrust": { params: McpTrustRequestParams; result: McpTrustResponse };
   "policy/requestTrust": { params: PolicyTrustRequestParams; result: McpTrustResponse };
   "mcpServer/elicit": { params: McpElicitParams; result: McpElicitResponse };
+  "mcpServer/authorize": { params: McpAuthorizeParams; result: McpAuthorizeResponse };
   "editor/diagnostics": { params: EditorDiagnosticsParams; result: EditorDiagnosticsResult };
   "editor/openFiles": { params: EditorOpenFilesParams; result: EditorOpenFilesResult };
   "editor/symbol": { params: EditorSymbolParams; result: EditorSymbolResult };
@@ -1468,6 +1509,7 @@ export const ErrorCode = {
   GRANT_NOT_FOUND: -32023,
   CHECKPOINT_NOT_FOUND: -32024,
   TURN_RUNNING: -32025,
+  MCP_LOGIN_FAILED: -32026,
 } as const;
 
 export const ErrorKind = {
@@ -1489,4 +1531,5 @@ export const ErrorKind = {
   GRANT_NOT_FOUND: "grantNotFound",
   CHECKPOINT_NOT_FOUND: "checkpointNotFound",
   TURN_RUNNING: "turnRunning",
+  MCP_LOGIN_FAILED: "mcpLoginFailed",
 } as const;

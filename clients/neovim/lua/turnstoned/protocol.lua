@@ -278,6 +278,14 @@
 ---@field item turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem
 ---@field parentCallId? string|nil
 
+---@class turnstoned.McpAuthorizeParams Open ``url`` in the user's browser to log in to MCP server ``server``: during an mcpServer/login the client asked for, or (``sessionId`` set) for a tool call the user approved when the server asks for more access. The page ends at a loopback address of the daemon's machine; the daemon waits up to 5 minutes for it.
+---@field server string
+---@field url string
+---@field sessionId? string|nil
+
+---@class turnstoned.McpAuthorizeResponse ``opened``: the browser was asked to show the page (false: the user was only shown the address).
+---@field opened boolean
+
 ---@class turnstoned.McpChange
 ---@field server string
 ---@field added? string[]
@@ -310,9 +318,17 @@
 ---@field prompts? integer
 ---@field error? string|nil
 ---@field origin? string|nil
+---@field needsAuth? boolean
+---@field loggedIn? boolean
 
 ---@class turnstoned.McpServerListResult
 ---@field servers turnstoned.McpServerInfo[]
+
+---@class turnstoned.McpServerLoginParams
+---@field name string
+
+---@class turnstoned.McpServerLoginResult The server's state after the login (connected) or the logout.
+---@field server turnstoned.McpServerInfo
 
 ---@class turnstoned.McpServerPreview One server of a project config exactly as written: nothing is expanded. ``env`` lists the names the entry sets in the server's environment; ``variables`` the names of the user's environment variables its ``${VAR}`` references would read (their values would reach the server).
 ---@field name string
@@ -339,6 +355,8 @@
 ---@field prompts? integer
 ---@field error? string|nil
 ---@field origin? string|nil
+---@field needsAuth? boolean
+---@field loggedIn? boolean
 
 ---@class turnstoned.McpServerTrustParams Name the project by its folder (``workspace``) or its ``.mcp.json`` (``configPath``). ``hash``, when given, must be the content hash the user saw; a file changed since then is refused.
 ---@field workspace? string|nil
@@ -887,7 +905,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.13"
+M.PROTOCOL_REVISION = "1.14"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -918,6 +936,8 @@ M.methods = {
   mcp_server_list = "mcpServer/list",
   mcp_server_refresh = "mcpServer/refresh",
   mcp_server_trust = "mcpServer/trust",
+  mcp_server_login = "mcpServer/login",
+  mcp_server_logout = "mcpServer/logout",
   daemon_health = "daemon/health",
   memory_list = "memory/list",
   memory_delete = "memory/delete",
@@ -953,6 +973,7 @@ M.methods = {
   mcp_server_request_trust = "mcpServer/requestTrust",
   policy_request_trust = "policy/requestTrust",
   mcp_server_elicit = "mcpServer/elicit",
+  mcp_server_authorize = "mcpServer/authorize",
   editor_diagnostics = "editor/diagnostics",
   editor_open_files = "editor/openFiles",
   editor_symbol = "editor/symbol",
@@ -988,6 +1009,8 @@ M.directions = {
   ["mcpServer/list"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/refresh"] = { direction = "client->daemon", kind = "request" },
   ["mcpServer/trust"] = { direction = "client->daemon", kind = "request" },
+  ["mcpServer/login"] = { direction = "client->daemon", kind = "request" },
+  ["mcpServer/logout"] = { direction = "client->daemon", kind = "request" },
   ["daemon/health"] = { direction = "client->daemon", kind = "request" },
   ["memory/list"] = { direction = "client->daemon", kind = "request" },
   ["memory/delete"] = { direction = "client->daemon", kind = "request" },
@@ -1023,6 +1046,7 @@ M.directions = {
   ["mcpServer/requestTrust"] = { direction = "daemon->client", kind = "request" },
   ["policy/requestTrust"] = { direction = "daemon->client", kind = "request" },
   ["mcpServer/elicit"] = { direction = "daemon->client", kind = "request" },
+  ["mcpServer/authorize"] = { direction = "daemon->client", kind = "request" },
   ["editor/diagnostics"] = { direction = "daemon->client", kind = "request" },
   ["editor/openFiles"] = { direction = "daemon->client", kind = "request" },
   ["editor/symbol"] = { direction = "daemon->client", kind = "request" },
@@ -1049,6 +1073,7 @@ M.error_codes = {
   GRANT_NOT_FOUND = -32023,
   CHECKPOINT_NOT_FOUND = -32024,
   TURN_RUNNING = -32025,
+  MCP_LOGIN_FAILED = -32026,
 }
 
 M.error_kinds = {
@@ -1070,6 +1095,7 @@ M.error_kinds = {
   GRANT_NOT_FOUND = "grantNotFound",
   CHECKPOINT_NOT_FOUND = "checkpointNotFound",
   TURN_RUNNING = "turnRunning",
+  MCP_LOGIN_FAILED = "mcpLoginFailed",
 }
 
 return M
