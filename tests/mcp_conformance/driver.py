@@ -13,8 +13,8 @@ The auth/* scenarios are logins. A server listed ``needsAuth`` is logged in to w
 mcpServer/login, as an editor's "Log in" does; the daemon's mcpServer/authorize (open this
 page in the browser) is answered by fetching the page and following its redirect to the
 daemon's loopback address, which is what a browser does once the user approved. The client
-credentials scenarios put the suite's credentials (``MCP_CONFORMANCE_CONTEXT``) in the
-server's ``oauth`` table; the CIMD scenario names the suite's client metadata document.
+credentials and pre-registration scenarios put the suite's client (``MCP_CONFORMANCE_CONTEXT``)
+in the server's ``oauth`` table; the CIMD scenario names the suite's client metadata document.
 """
 
 from __future__ import annotations
@@ -52,8 +52,10 @@ def oauth_table(scenario: str) -> str:
     lines = []
     if scenario == "auth/basic-cimd":
         lines.append(f'client_metadata_url = "{CIMD_URL}"')
-    if "client_id" in context:
-        lines += ['grant = "client_credentials"', f'client_id = "{context["client_id"]}"']
+    if "client-credentials" in scenario:
+        lines.append('grant = "client_credentials"')
+    if "client_id" in context:  # a client registered by hand
+        lines.append(f'client_id = "{context["client_id"]}"')
         if "client_secret" in context:
             lines.append(f'client_secret = "{context["client_secret"]}"')
         if "private_key_pem" in context:

@@ -103,10 +103,12 @@ async def wait_pid_gone(pid: int, timeout: float = WAIT) -> None:
 
 
 class HttpServer:
-    """``everything.py --http`` as a subprocess on 127.0.0.1."""
+    """``everything.py --http`` (or another ``script`` printing "PORT n") as a subprocess on
+    127.0.0.1."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, script: Path = EVERYTHING) -> None:
         self.args = args
+        self.script = script
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
 
@@ -115,7 +117,9 @@ class HttpServer:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     async def start(self) -> None:
-        argv = [sys.executable, str(EVERYTHING), "--http", "--port", str(self.port), *self.args]
+        argv = [sys.executable, str(self.script), *self.args]
+        if self.script == EVERYTHING:
+            argv[2:2] = ["--http", "--port", str(self.port)]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)  # noqa: ASYNC220
         stdout = self.proc.stdout
         assert stdout is not None
@@ -131,8 +135,8 @@ class HttpServer:
 
 
 @asynccontextmanager
-async def http_server(*args: str) -> AsyncIterator[HttpServer]:
-    server = HttpServer(*args)
+async def http_server(*args: str, script: Path = EVERYTHING) -> AsyncIterator[HttpServer]:
+    server = HttpServer(*args, script=script)
     await server.start()
     try:
         yield server

@@ -544,6 +544,37 @@ def undo_command(wire: Wire, session_id: str | None, prompt: str, as_json: bool)
     return 0
 
 
+# ---------------------------------------------------------------- /login and /logout
+
+def show_login_page(params: Message) -> Message:
+    """mcpServer/authorize: the address to open (a terminal opens no browser; the daemon
+    waits for the login to come back to it)."""
+    print(f"\nLog in to MCP server {params['server']}: open this address in a browser on "
+          f"this machine, then come back here.\n  {params['url']}\n(waiting up to 5 "
+          "minutes)", file=sys.stderr, flush=True)
+    return {"opened": False}
+
+
+def login_command(wire: Wire, prompt: str, as_json: bool) -> int | None:
+    """``/login NAME`` or ``/logout NAME`` (an MCP server) instead of a prompt."""
+    words = prompt.split()
+    if not words or words[0] not in ("/login", "/logout"):
+        return None
+    if len(words) != 2:
+        print(f"turnstoned: usage: {words[0]} MCP_SERVER", file=sys.stderr)
+        return 2
+    method = "mcpServer/login" if words[0] == "/login" else "mcpServer/logout"
+    server = wire.request(method, {"name": words[1]}, timeout=None)["server"]
+    if as_json:
+        print(json.dumps(server), flush=True)
+    elif method == "mcpServer/login":
+        print(f"logged in to {server['name']}: {server['status']}, {server['tools']} tools")
+    else:
+        print(f"logged out of {server['name']}"
+              + (" (it asks for a login again)" if server.get("needsAuth") else ""))
+    return 0
+
+
 def mismatch(health: Message) -> str | None:
     """What this shell would use for the model, if the running daemon uses another (it
     was started with other settings); None when they agree or this shell sets nothing."""
@@ -584,6 +615,8 @@ def _answerer(opts: argparse.Namespace) -> Callable[[Message], Any]:
             return answer_trust(msg["params"], opts.trust_mcp)
         if msg["method"] == "mcpServer/elicit":
             return ask_form(msg["params"])
+        if msg["method"] == "mcpServer/authorize":
+            return show_login_page(msg["params"])
         raise LookupError(msg["method"])
     return answer
 
@@ -600,6 +633,9 @@ def run(opts: argparse.Namespace, daemon_flags: list[str]) -> int:
         daemon.initialize()
         if not opts.private and (warned := mismatch(wire.request("daemon/health"))):
             print(warned, file=sys.stderr)
+        handled = login_command(wire, opts.prompt, opts.json)
+        if handled is not None:
+            return handled
         cwd = os.path.abspath(opts.cwd or ".")
         if opts.trust_mcp and not opts.session:
             _trust_project(wire, cwd)

@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="also ask the configured model for a tool call (a real request)")
     chat = sub.add_parser("chat", help="run one turn headless and print it")
     chat.add_argument("prompt", help="what to ask; or /undo [rewind] [TURN_ID], /redo [UNDO_ID] "
-                      "with --session")
+                      "with --session; or /login MCP_SERVER, /logout MCP_SERVER (OAuth)")
     chat.add_argument("--yes", action="store_true", help="approve every tool call")
     chat.add_argument("--json", action="store_true", help="print one JSON event per line")
     chat.add_argument("--cwd", default=None, help="working directory of the session")

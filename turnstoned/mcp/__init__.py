@@ -1,7 +1,7 @@
 """MCP client side of the daemon: configuration, connections, catalog, calls.
 
 Importing this package does not import the MCP SDK (it costs ~0.8 s); only
-``connection`` and ``discovery`` do, and ``manager`` loads them on the first
+``connection``, ``auth`` and ``discovery`` do, and ``manager`` loads them on the first
 connect.
 
 Public interface:
@@ -17,7 +17,10 @@ Public interface:
   ``start``, ``wait_ready``, ``close``; ``replace_servers`` (one origin's
   servers); ``tools``/``resources``/``resource_templates``/``prompts`` snapshots; ``status``; ``call_tool``,
   ``read_resource``, ``get_prompt`` (``MCPCallResult``); ``refresh``
-  (``CatalogChange`` per server); ``add_listener``, ``add_status_listener``.
+  (``CatalogChange`` per server); ``login``/``logout`` (OAuth, see ``auth``);
+  ``add_listener``, ``add_status_listener``.
+- ``auth``: OAuth for HTTP servers on the SDK's providers; ``TokenStore`` (0600 files),
+  ``Authorizer`` (the browser step only for someone waiting), the loopback ``Receiver``.
 - ``models``: ``MCPTool`` (``openai_schema()``), ``MCPResource``,
   ``MCPResourceTemplate``, ``MCPPrompt``, ``ServerStatus``, ``MCPCallResult``,
   ``CatalogChange``.

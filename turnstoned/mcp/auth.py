@@ -65,6 +65,15 @@ class NeedsLogin(Exception):
     """The flow reached the browser step with nobody waiting on it."""
 
 
+def _not_needs_login(record: logging.LogRecord) -> bool:
+    """The SDK logs every failed flow with its traceback; stopping at the login is not a
+    failure (the server's state says it), so that one is left out of the log."""
+    return not (record.exc_info and isinstance(record.exc_info[1], NeedsLogin))
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_needs_login)
+
+
 class TokenStore:
     """The SDK's ``TokenStorage`` over one 0600 JSON file (tokens and client record)."""
 

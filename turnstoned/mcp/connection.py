@@ -423,6 +423,11 @@ class Connection:
                 text += " Outcome UNKNOWN: the server may or may not have completed it."
                 return MCPCallResult(content=text, is_error=True, effect_status="unknown")
             return MCPCallResult(content=text, is_error=True)
+        if exc.code == types.CONNECTION_CLOSED and self.auth is not None and self.auth.needs_login:
+            text = (f"MCP server {name!r} refused its login (the token expired or was revoked), "
+                    f"so the {what} was not run. The user can log in to it again "
+                    "(\"Log in\" on the server in the editor).")
+            return MCPCallResult(content=text, is_error=True)
         if exc.code == types.CONNECTION_CLOSED and self._session_expired:
             text = f"MCP server {name!r} lost the session, so the {what} was not run; reconnecting."
             return MCPCallResult(content=text, is_error=True)

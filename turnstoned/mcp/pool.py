@@ -18,6 +18,11 @@ Every error text a server's state carries (``Server.error``, a refresh's error) 
 failure logged here passes the output guard's redaction: it may quote a server's stderr or
 error message, and those echo keys.
 
+An HTTP server's OAuth (``auth.Authorizer``, made at its first connect) rides on its
+connections. A connect that stops at the login (nobody waiting to open the browser)
+leaves the server ``failed`` with ``needs_auth`` and no retries; ``login`` connects with a
+person to take that step, ``logout`` forgets the tokens and reconnects.
+
 A server added ``untrusted`` is only listed: it never connects. A server with a
 ``gate`` asks it before every connect and reconnect; a refusal turns it
 ``untrusted`` (with the reason as its error) and stops its retries.
@@ -327,6 +332,8 @@ class ServerPool:
                 srv.connecting = None
                 srv.settled.set()
             srv.conn, srv.attempt, srv.missed_pings, srv.needs_auth = conn, 0, 0, False
+            if auth is not None:
+                auth.needs_login = False
             srv.catalog = ServerCatalog(**found)
             srv.state, srv.error = "connected", None
             self._on_catalog()
