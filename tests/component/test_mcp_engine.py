@@ -260,3 +260,15 @@ async def test_a_servers_progress_shows_on_the_call_and_its_roots_are_the_sessio
     assert "[progress 1/3: step 1]" in streamed and "[progress 3/3: step 3]" in streamed
     where = tool_messages(model.requests[2])[-1]["content"]
     assert ws.resolve().as_uri() in where.split()
+
+
+@pytest.mark.parametrize("mcp_engine", [ASKING.replace(
+    '["mcp__asking__book"]', '["mcp__asking__chatty"]')], indirect=True)
+async def test_a_servers_log_messages_show_on_the_running_call(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    model.push(tool_calls([("m1", "mcp__asking__chatty", "{}")]), text("ok"))
+    await run(mcp_engine, sink, start(mcp_engine, tmp_path), "talk")
+    streamed = "".join(e["chunk"] for e in sink.of("item/toolCall/outputDelta"))
+    assert "[warning store] disk almost full\n" in streamed
+    assert '[info] {"rows": 3}\n' in streamed
+    assert tool_messages(model.requests[1])[-1]["content"] == "done talking"

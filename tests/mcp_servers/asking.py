@@ -1,4 +1,4 @@
-"""An MCP server that asks the user (elicitation), reports progress and reads the roots.
+"""An MCP server that asks the user (elicitation), reports progress, logs and reads the roots.
 
     python asking.py        (stdio)
 """
@@ -31,6 +31,12 @@ def build() -> MCPServer:
         for n in (1, 2, 3):
             await ctx.report_progress(n, 3, f"step {n}")
         return "counted"
+
+    @server.tool(description="Work, logging what it does.")
+    async def chatty(ctx: Context) -> str:
+        await ctx.warning("disk almost full", logger_name="store")
+        await ctx.info({"rows": 3})
+        return "done talking"
 
     @server.tool(description="The client's roots.")
     async def where(ctx: Context) -> str:

@@ -134,7 +134,8 @@ class McpToolHandle:
             )) if authorize is not None else None
 
         result = await self.manager.call_tool(self.name, call.data, asker=asker,
-                                              progress=progress, opener=opener)
+                                              progress=progress, opener=opener,
+                                              card=ctx.emit_output)
         return ToolOutput(result.content, is_error=result.is_error,
                           effect_status=result.effect_status)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import warnings
@@ -70,6 +71,7 @@ PREFLIGHT_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 10.0
 STDERR_TAIL = 20
 STDERR_CHUNK = 65536
+LOG_LINE = 2000  # characters of a server's log message shown
 _LIST_CHANGED = {
     "notifications/tools/list_changed": "tools",
     "notifications/resources/list_changed": "resources",
@@ -94,6 +96,7 @@ class Connection:
         self.auth = auth
         self._env = env
         self._askers: list[Asker] = []  # the calls under way that can ask the user
+        self._cards: list[Callable[[str], None]] = []  # the running calls' output lines
         self.roots: Callable[[], list[str]] = list  # the sessions' folders
         self._connect_timeout = connect_timeout
         self._on_list_changed = on_list_changed
@@ -154,6 +157,7 @@ class Connection:
                     session = ClientSession(
                         watched, write, message_handler=self._on_message, client_info=CLIENT_INFO,
                         elicitation_callback=self._elicit, list_roots_callback=self._roots,
+                        logging_callback=self._on_log,
                     )
                     await stack.enter_async_context(session)
                     try:
@@ -274,6 +278,16 @@ class Connection:
         if kind is not None:
             self._on_list_changed(self, kind)
 
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message: the daemon's log, and the card of the newest call
+        running (the server does not say which call it is about), redacted and cut."""
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        text = redact(f"[{params.level}{' ' + params.logger if params.logger else ''}] "
+                      f"{data}")[:LOG_LINE]
+        server_log.info("[%s] %s", self.spec.name, text)
+        if self._cards:
+            self._cards[-1](text + "\n")
+
     async def discover(self, kinds: frozenset[str], timeout: float) -> dict[str, Any]:
         """The server's catalog for ``kinds``; raises ``ConnectError`` on any failure."""
         session = self.session
@@ -319,17 +333,20 @@ class Connection:
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], timeout: float, asker: Asker | None = None,
         report: Callable[[float, float | None, str | None], None] | None = None,
-        opener: Opener | None = None,
+        opener: Opener | None = None, card: Callable[[str], None] | None = None,
     ) -> MCPCallResult:
         """``tools/call``; failures are error results (only cancellation propagates).
         ``asker`` answers the server's questions (elicitation) while the call runs;
         ``report`` hears its progress notifications (progress, total, message);
-        ``opener`` opens the login page if the server asks for more scope (step-up)."""
+        ``opener`` opens the login page if the server asks for more scope (step-up);
+        ``card`` shows the server's log messages on the call's card."""
         session = self.session
         if session is None:
             return self._not_connected()
         if asker is not None:
             self._askers.append(asker)
+        if card is not None:
+            self._cards.append(card)
         openers = self.auth.openers if self.auth is not None else []
         if opener is not None:
             openers.append(opener)
@@ -350,6 +367,8 @@ class Connection:
                 self._askers.remove(asker)
             if opener in openers:
                 openers.remove(opener)
+            if card is not None:
+                self._cards.remove(card)
         return render.tool_result(result)
 
     async def read_resource(self, uri: str, timeout: float) -> MCPCallResult:

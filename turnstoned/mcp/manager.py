@@ -208,11 +208,12 @@ class MCPManager:
         self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
         asker: Asker | None = None,
         progress: Callable[[float, float | None, str | None], None] | None = None,
-        opener: Opener | None = None,
+        opener: Opener | None = None, card: Callable[[str], None] | None = None,
     ) -> MCPCallResult:
         """Call a tool by its model-facing name; server trouble is an error result.
         ``asker`` answers the server's questions while the call runs; ``opener`` shows the
-        login page when the server asks for more scope for it."""
+        login page when the server asks for more scope for it; ``card`` shows its log
+        messages."""
         tool = self._index.tool_by_name.get(name)
         if tool is None:
             return self._unavailable("tool", name, self._index.known_tools.get(name))
@@ -223,7 +224,7 @@ class MCPManager:
         limit = timeout if timeout is not None else (srv.spec.timeout or self._call_timeout)
         srv.inflight += 1
         try:
-            return await conn.call_tool(tool.tool, arguments, limit, asker, progress, opener)
+            return await conn.call_tool(tool.tool, arguments, limit, asker, progress, opener, card)
         finally:
             srv.inflight -= 1
 
