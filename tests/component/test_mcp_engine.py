@@ -272,3 +272,22 @@ async def test_a_servers_log_messages_show_on_the_running_call(
     assert "[warning store] disk almost full\n" in streamed
     assert '[info] {"rows": 3}\n' in streamed
     assert tool_messages(model.requests[1])[-1]["content"] == "done talking"
+
+
+WATCHED = ('[tools]\nsearch = "off"\nauto_approve_tools = ["read_resource", "mcp__watched__bump"]\n'
+           + server_toml("watched", "watched.py"))
+
+
+@pytest.mark.parametrize("mcp_engine", [WATCHED], indirect=True)
+async def test_a_subscribed_resource_that_changes_is_news_at_the_next_model_call(
+        mcp_engine: Engine, sink: RecordingSink, model: ScriptedModel, tmp_path: Path) -> None:
+    read = ("r1", "read_resource", '{"uri": "notes://today"}')
+    model.push(tool_calls([read]), tool_calls([read]), tool_calls([("b1", "mcp__watched__bump", "{}")]),
+               text("noted"))
+    await run(mcp_engine, sink, start(mcp_engine, tmp_path), "read the notes twice, then bump")
+    assert tool_messages(model.requests[1])[-1]["content"] == "version 1"
+    await wait(lambda: sink.of("session/notice"))
+    notices = [n for n in sink.of("session/notice") if n["kind"] == "mcpResource/updated"]
+    assert [n["data"] for n in notices] == [{"uri": "notes://today"}]  # read twice, told once
+    last = json.dumps(model.requests[-1]["messages"])
+    assert "notes://today changed since it was read" in last

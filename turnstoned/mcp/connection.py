@@ -98,6 +98,8 @@ class Connection:
         self._askers: list[Asker] = []  # the calls under way that can ask the user
         self._cards: list[Callable[[str], None]] = []  # the running calls' output lines
         self.roots: Callable[[], list[str]] = list  # the sessions' folders
+        self.on_updated: Callable[[str], None] = lambda uri: None  # a subscribed resource
+        self._subscribed: set[str] = set()
         self._connect_timeout = connect_timeout
         self._on_list_changed = on_list_changed
         self._on_lost = on_lost
@@ -274,9 +276,33 @@ class Connection:
         if isinstance(message, Exception):
             log.debug("MCP server %r transport error: %r", self.spec.name, message)
             return
-        kind = _LIST_CHANGED.get(getattr(message, "method", ""))
+        method = getattr(message, "method", "")
+        kind = _LIST_CHANGED.get(method)
         if kind is not None:
             self._on_list_changed(self, kind)
+        elif method == "notifications/resources/updated":
+            self.on_updated(str(message.params.uri))
+
+    async def subscribe(self, uri: str, timeout: float) -> bool:
+        """``resources/subscribe`` once per URI, where the server offers subscriptions;
+        True when the server will say that the resource changed."""
+        session = self.session
+        caps = session.server_capabilities if session is not None else None
+        if session is None or caps is None or caps.resources is None \
+                or not caps.resources.subscribe:
+            return False
+        if uri in self._subscribed:
+            return True
+        try:  # deprecated in the newest revision, like roots; the servers in use take it
+            with anyio.fail_after(timeout), warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await session.subscribe_resource(uri)
+        except (MCPError, TimeoutError, RuntimeError) as exc:
+            log.info("MCP server %r: subscribing to %s failed: %s", self.spec.name, uri,
+                     describe(exc))
+            return False
+        self._subscribed.add(uri)
+        return True
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """A server's log message: the daemon's log, and the card of the newest call

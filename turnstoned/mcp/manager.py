@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -92,6 +92,9 @@ class MCPManager:
         self._env_scrub = env_scrub
         self._index = CatalogIndex()
         self._listeners: dict[int, Callable[[], None]] = {}
+        # (server, resource URI) -> who read it and hears once when it changes
+        self._watchers: dict[tuple[str, str], list[Callable[[], None]]] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
         self._status_listeners: dict[int, Callable[[ServerStatus], None]] = {}
         self._next_token = 0
         self._started = False
@@ -202,7 +205,7 @@ class MCPManager:
         """The roots changed: each connected server is told (in the background)."""
         for srv in self._servers.values():
             if srv.conn is not None:
-                asyncio.get_running_loop().create_task(srv.conn.roots_changed())
+                self._spawn(srv.conn.roots_changed())
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
@@ -228,13 +231,42 @@ class MCPManager:
         finally:
             srv.inflight -= 1
 
-    async def read_resource(self, uri: str) -> MCPCallResult:
-        """Read a listed resource, or a URI matching a template (longest prefix wins)."""
+    async def read_resource(self, uri: str, *,
+                            on_update: Callable[[], None] | None = None) -> MCPCallResult:
+        """Read a listed resource, or a URI matching a template (longest prefix wins).
+        ``on_update`` is called once when the server says the resource changed after this
+        read (where it offers subscriptions; the subscription outlives reconnects)."""
         server = self._index.server_for_uri(uri)
         srv = self._servers.get(server) if server else None
         if srv is None or srv.conn is None:
             return self._unavailable("resource", uri, server)
-        return await srv.conn.read_resource(uri, srv.spec.timeout or self._call_timeout)
+        conn, limit = srv.conn, srv.spec.timeout or self._call_timeout
+        result = await conn.read_resource(uri, limit)
+        if on_update is not None and not result.is_error \
+                and await conn.subscribe(uri, min(limit, 10.0)):
+            self._watchers.setdefault((srv.spec.name, uri), []).append(on_update)
+        return result
+
+    def _resource_updated(self, server: str, uri: str) -> None:
+        """A subscribed resource changed: everyone who read it hears it once."""
+        for cb in self._watchers.pop((server, uri), []):
+            _safe_call(cb)
+
+    def _connected(self, srv: Server) -> None:
+        """A server (re)connected: its resource updates come here, and what was subscribed
+        before is subscribed again (a new session forgot it)."""
+        conn, name = srv.conn, srv.spec.name
+        if conn is None:
+            return
+        conn.on_updated = lambda uri: self._resource_updated(name, uri)
+        uris = [uri for server, uri in self._watchers if server == name]
+        if uris:
+            self._spawn(asyncio.gather(*(conn.subscribe(uri, 10.0) for uri in uris)))
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> MCPCallResult:
         """Expand a prompt (``mcp__{server}__{prompt}``) into ``[role]: content`` text."""
@@ -307,6 +339,9 @@ class MCPManager:
         status = _status_of(srv)
         if status == srv.last_status:
             return
+        if status.status == "connected" and (
+                srv.last_status is None or srv.last_status.status != "connected"):
+            self._connected(srv)
         srv.last_status = status
         for cb in list(self._status_listeners.values()):
             _safe_call(cb, status)

@@ -51,5 +51,17 @@ def prepare(args: Args, ctx: ToolContext) -> PreparedCall:
 
 
 async def execute(call: PreparedCall, ctx: ToolContext) -> ToolOutput:
-    result = await ctx.env.services.need_mcp().read_resource(call.data)
+    uri, env = call.data, ctx.env
+    watched: set[str] = env.state.setdefault("read_resource", set())  # told once per change
+
+    def changed() -> None:
+        """The server says the resource changed since: the model hears it at the next seam."""
+        watched.discard(uri)
+        env.notice("mcpResource/updated", f"The MCP resource {uri} changed since it was "
+                   "read; read it again for its current content.", {"uri": uri})
+
+    result = await env.services.need_mcp().read_resource(
+        uri, on_update=None if uri in watched else changed)
+    if not result.is_error:
+        watched.add(uri)
     return ToolOutput(result.content, is_error=result.is_error, effect_status=result.effect_status)
