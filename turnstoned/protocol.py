@@ -38,8 +38,11 @@ PROTOCOL_VERSION = 1
 # and ``mention`` and ``image`` input items (``images`` on userMessage items),
 # session/commands, the update_plan tool and plan/updated, session/delete and ``cwd`` on
 # session/list, mcpServer/elicit; "1.14" adds OAuth for HTTP MCP servers (``needsAuth``
-# and ``loggedIn`` on server info, mcpServer/login, mcpServer/logout, mcpServer/authorize).
-PROTOCOL_REVISION = "1.14"
+# and ``loggedIn`` on server info, mcpServer/login, mcpServer/logout, mcpServer/authorize),
+# the server's log messages and resource updates; "1.15" adds what a client joining a
+# session mid-turn missed (``running`` on session/resume) and session/input (a prompt
+# another client sent).
+PROTOCOL_REVISION = "1.15"
 
 
 class Wire(msgspec.Struct, rename="camel", kw_only=True):
@@ -331,12 +334,31 @@ class SessionRef(Wire, kw_only=True):
     session_id: str
 
 
+class ReplayedEvent(Wire, kw_only=True):
+    """A notification as it was sent: apply it as if it arrived now."""
+
+    method: str
+    params: dict[str, Any]
+
+
+class RunningTurn(Wire, kw_only=True):
+    """The turn running as a client joins: every notification it sent so far, in order
+    (its session/input and turn/started first; consecutive deltas of one item joined)."""
+
+    turn_id: str
+    events: list[ReplayedEvent]
+
+
 class SessionResumeResult(Wire, kw_only=True):
+    """``items``: the conversation up to the running turn, if one runs; ``running`` then
+    replays that turn so far, and the live notifications follow."""
+
     session_id: str
     session: SessionInfo
     items: list[Item]
     instructions: list[InstructionFile] = []
     plan: list[PlanStep] = []  # the model's last plan (update_plan), if it made one
+    running: RunningTurn | None = None
 
 
 class ModelOption(Wire, kw_only=True):
@@ -949,6 +971,16 @@ class WatchCancelResult(Wire, kw_only=True):
 # ---------------------------------------------------------------- notifications
 
 
+class SessionInput(Event, kw_only=True):
+    """Another client sent the session a prompt (sent to every follower but the sender):
+    ``turnId`` is the turn it starts, null when it waits for the running one (``queued``
+    on the item)."""
+
+    session_id: str
+    item: UserMessageItem
+    turn_id: str | None = None
+
+
 class TurnStarted(Event, kw_only=True):
     session_id: str
     turn_id: str
@@ -1558,6 +1590,8 @@ METHODS: tuple[Method, ...] = (
          "The tool policies that apply to a session, in the order they are tried, and why."),
     _req("policy/trust", PolicyTrustParams, PolicyTrustResult,
          "Trust (let it allow) or revoke a workspace's .turnstone/policies.toml."),
+    _note("session/input", SessionInput,
+          "Another client sent the session a prompt: show it as the user's message."),
     _note("turn/started", TurnStarted, "A turn began (the model may take a while to answer)."),
     _note("item/started", ItemStarted, "An item (message, reasoning, tool call) began."),
     _note("item/agentMessage/delta", AgentMessageDelta, "Text of the assistant message (coalesced)."),

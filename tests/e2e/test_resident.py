@@ -127,19 +127,61 @@ def test_a_client_that_resumes_a_running_turn_gets_the_rest(env: dict[str, str],
         a.wait_for("item/agentMessage/delta", lambda p: text_of(a, sid) == "first half; ")
         resumed = b.result("session/resume", {"sessionId": sid})
         assert resumed["session"]["status"] == "running"
-        assert [i["type"] for i in resumed["items"]][:1] == ["userMessage"]
+        # What b missed is the running turn so far (replayed, its deltas joined); the
+        # items are the conversation before it.
+        assert resumed["items"] == []
+        running = resumed["running"]
+        assert running["turnId"] == tid
+        methods = [e["method"] for e in running["events"]]
+        assert methods[:2] == ["session/input", "turn/started"]
+        assert running["events"][0]["params"]["item"]["text"] == "go"
+        missed = "".join(e["params"]["delta"] for e in running["events"]
+                         if e["method"] == "item/agentMessage/delta")
+        assert missed == "first half; "
+        assert methods.count("item/agentMessage/delta") == 1
         c.result("session/resume", {"sessionId": sid})
         assert c.result("session/unsubscribe", {"sessionId": sid}) == {}
         gate.set()
         done = b.wait_for("turn/completed", lambda p: p["turnId"] == tid)
         assert done["status"] == "completed"
         a.wait_for("turn/completed", lambda p: p["turnId"] == tid)
-        assert "second half" in text_of(b, sid) and "first" not in text_of(b, sid)
+        assert missed + text_of(b, sid) == "first half; second half"
         assert text_of(a, sid) == "first half; second half"
+        assert b.result("session/resume", {"sessionId": sid}).get("running") is None
         c.result("daemon/health")  # everything sent to c before this answer has arrived
         assert sessions_seen(c) == set()
     finally:
         for client in (a, b, c):
+            client.close()
+
+
+def test_every_follower_sees_the_prompts_the_others_send(env: dict[str, str],
+                                                        model: ScriptedModel,
+                                                        tmp_path: Path) -> None:
+    gate = threading.Event()
+    model.push(gated("one; ", "two", gate), text("three"))
+    a, b = attach(env), attach(env)
+    try:
+        for client in (a, b):
+            client.initialize()
+        sid = session(a, tmp_path)
+        b.result("session/resume", {"sessionId": sid})
+        tid = start_turn(a, sid, "first prompt")
+        shown = b.wait_for("session/input", lambda p: p["sessionId"] == sid)
+        assert (shown["turnId"], shown["item"]["text"], shown["item"]["turnId"]) == (
+            tid, "first prompt", tid)
+        queued = start_turn(b, sid, "and this too")  # while the turn runs: queued
+        assert queued == tid
+        waiting = a.wait_for("session/input", lambda p: p["item"]["text"] == "and this too")
+        assert waiting["turnId"] is None and waiting["item"]["queued"] is True
+        gate.set()
+        a.wait_for("turn/completed", lambda p: p["turnId"] == tid)
+        b.result("daemon/health")
+        a.result("daemon/health")  # everything sent before these answers has arrived
+        assert [p["item"]["text"] for p in a.of("session/input")] == ["and this too"]
+        assert [p["item"]["text"] for p in b.of("session/input")] == ["first prompt"]
+    finally:
+        for client in (a, b):
             client.close()
 
 

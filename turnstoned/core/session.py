@@ -113,11 +113,12 @@ class Session:
                 self.title = " ".join(first.split())[:80]
                 self.store.update_session(self.id, title=self.title)
 
-    def queue_input(self, text: str) -> None:
+    def queue_input(self, text: str) -> m.Message:
         """Input for the running turn's next seam, kept in the store until it is folded."""
         msg = m.Message(role="user", content=text, id=m.new_id("user"))
         self.store.queue_input(self.id, msg.id, m.encode(msg))
         self.queued.append(msg)
+        return msg
 
     def take_queued(self) -> list[m.Message]:
         """Everything queued (input and notices), oldest first; the queue is then empty.
@@ -128,11 +129,17 @@ class Session:
         self.queued.clear()
         return taken
 
-    def items(self) -> list[p.Item]:
+    def items(self, before_turn: str | None = None) -> list[p.Item]:
         """The whole conversation as protocol items, for an editor redrawing it (compacted
         messages too, with a ``compacted`` notice where each compaction happened); input
-        still queued for the next turn comes last, marked ``queued``."""
+        still queued for the next turn comes last, marked ``queued``. ``before_turn``:
+        without that turn's messages (a running turn, replayed otherwise)."""
         bodies, marks = self.store.load_timeline(self.id)
+        history = [m.decode(b) for b in bodies]
+        if before_turn is not None:
+            cut = next((i for i, x in enumerate(history) if x.turn_id == before_turn),
+                       len(history))
+            history, marks = history[:cut], [(at, body) for at, body in marks if at <= cut]
         notices: dict[int, list[p.Item]] = {}
         for n, (at, body) in enumerate(marks):
             event = msgspec.json.decode(body, type=p.SessionCompacted)
@@ -141,7 +148,7 @@ class Session:
                 detail=event.summary or None))
         waiting: list[p.Item] = [p.UserMessageItem(id=q.id, text=q.text(), queued=True)
                                  for q in self.queued if not q.notice]
-        return m.to_items([m.decode(b) for b in bodies], notices) + waiting
+        return m.to_items(history, notices) + waiting
 
     def plan(self) -> list[p.PlanStep]:
         """The model's last plan (``update_plan``), as the session keeps it."""

@@ -260,7 +260,9 @@ class Sessions:
             # Queued input is read as text at the turn's next seam: mentioned files go in it.
             blocks = [finder.mention_block(m, session.env.cwd, session.env.buffers)
                       for m in mentions]
-            session.queue_input("\n\n".join([*blocks, text]))
+            queued = session.queue_input("\n\n".join([*blocks, text]))
+            self.sink.notify(p.SessionInput(session_id=session.id, item=p.UserMessageItem(
+                id=queued.id, text=text, queued=True)))
             return session.turn.id, True
         session.wakes = 0
         # Input queued for a turn that ended first (or that a crash ended), and notices
@@ -273,7 +275,11 @@ class Sessions:
                             else content,
                             context=self._context(session, text, shown, mentions),
                             prompt=text if earlier else None)
-        return self._launch(session, message, earlier), False
+        turn_id = self._launch(session, message, earlier)
+        shown_item = next(i for i in m.to_items([message]) if isinstance(i, p.UserMessageItem))
+        shown_item.text, shown_item.turn_id = text, turn_id
+        self.sink.notify(p.SessionInput(session_id=session.id, item=shown_item, turn_id=turn_id))
+        return turn_id, False
 
     def _pictures(self, session: Session, images: Sequence[p.ImageInput]) -> list[dict[str, Any]]:
         """The images as content parts, or an error the client shows (no vision, too big)."""

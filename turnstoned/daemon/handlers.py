@@ -22,7 +22,14 @@ import msgspec
 from turnstoned import __version__
 from turnstoned import protocol as p
 from turnstoned.core.errors import EngineError
-from turnstoned.daemon.router import CALLER, closed, login_opener, subscribe, unsubscribe
+from turnstoned.daemon.router import (
+    CALLER,
+    closed,
+    login_opener,
+    running_turn,
+    subscribe,
+    unsubscribe,
+)
 
 if TYPE_CHECKING:
     from turnstoned.core.engine import Engine
@@ -121,10 +128,11 @@ async def session_delete(get_engine: GetEngine, params: p.SessionRef) -> p.Empty
 async def session_resume(get_engine: GetEngine, params: p.SessionRef) -> p.SessionResumeResult:
     engine = get_engine()
     session = engine.resume(params.session_id)
-    result = p.SessionResumeResult(session_id=session.id, session=session.info(),
-                                   items=session.items(),
-                                   instructions=engine.instruction_files(session),
-                                   plan=session.plan())
+    running = running_turn(session.id)  # joined mid-turn: that turn so far, then live
+    result = p.SessionResumeResult(
+        session_id=session.id, session=session.info(),
+        items=session.items(before_turn=running.turn_id if running is not None else None),
+        instructions=engine.instruction_files(session), plan=session.plan(), running=running)
     subscribe(session.id)  # the live stream from here on, an open approval question included
     return result
 

@@ -78,6 +78,50 @@ class Connection:
         self.write(rpc.frame(rpc.notification(event)))
 
 
+class TurnLog:
+    """Every notification of each running turn, from its prompt to turn/completed, with
+    consecutive deltas of one item joined; a client that joins mid-turn gets them
+    (session/resume ``running``). Past ``LIMIT`` events a turn's further deltas are not
+    kept (its items' starts and ends still are)."""
+
+    LIMIT = 20_000
+
+    def __init__(self) -> None:
+        self._turns: dict[str, tuple[str, list[p.Event]]] = {}
+
+    def record(self, session_id: str, event: p.Event) -> None:
+        kept = self._turns.get(session_id)
+        turn_id = getattr(event, "turn_id", None)
+        if isinstance(event, p.SessionInput | p.TurnStarted) and turn_id is not None \
+                and (kept is None or kept[0] != turn_id):  # its prompt, or its start
+            self._turns[session_id] = (turn_id, [event])
+            return
+        if kept is None or (turn_id or kept[0]) != kept[0]:
+            return
+        if isinstance(event, p.TurnCompleted):
+            del self._turns[session_id]
+            return
+        events = kept[1]
+        last = events[-1]
+        if isinstance(event, p.ItemDelta | p.ToolOutputDelta):
+            if type(last) is type(event) and last.item_id == event.item_id \
+                    and last.parent_call_id == event.parent_call_id:
+                field = "chunk" if isinstance(event, p.ToolOutputDelta) else "delta"
+                joined = getattr(last, field) + getattr(event, field)
+                events[-1] = msgspec.structs.replace(last, **{field: joined})
+                return
+            if len(events) >= self.LIMIT:
+                return
+        events.append(event)
+
+    def replay(self, session_id: str) -> p.RunningTurn | None:
+        kept = self._turns.get(session_id)
+        if kept is None:
+            return None
+        return p.RunningTurn(turn_id=kept[0], events=[
+            p.ReplayedEvent(method=type(e).method, params=rpc.encode(e)) for e in kept[1]])
+
+
 # The connection whose request is being handled; tasks started by it inherit it.
 CALLER: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
     "turnstoned_caller", default=None)
@@ -107,6 +151,12 @@ def login_opener() -> Callable[[str, str], Awaitable[bool | None]]:
         return await conn.router.open_login_page(p.McpAuthorizeParams(server=server, url=url),
                                                  [conn])
     return opener
+
+
+def running_turn(session_id: str) -> p.RunningTurn | None:
+    """The session's running turn so far, for the connection serving this request."""
+    conn = CALLER.get()
+    return conn.router.turns.replay(session_id) if conn is not None else None
 
 
 def closed(session_id: str) -> None:
@@ -181,6 +231,7 @@ class Router:
         self._numbers = itertools.count(1)
         # The session that spawned a session (a coordinator's child), if any.
         self.parent_of: Callable[[str], str | None] = lambda session_id: None
+        self.turns = TurnLog()  # what each running turn sent so far, for who joins mid-turn
 
     def _lineage(self, session_id: str) -> list[str]:
         """The session, the session that spawned it, and so on up."""
@@ -272,7 +323,10 @@ class Router:
     def notify(self, event: p.Event) -> None:
         session_id = getattr(event, "session_id", None)
         if session_id is not None:
+            self.turns.record(session_id, event)
             targets = self.followers_of(session_id)
+            if isinstance(event, p.SessionInput):  # the sender shows its own prompt
+                targets = [c for c in targets if c is not CALLER.get()]
         else:
             targets = [c for c in self.connections if c.initialized]
         if not targets:

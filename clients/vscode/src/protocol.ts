@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 export const PROTOCOL_VERSION = 1;
-export const PROTOCOL_REVISION = "1.14";
+export const PROTOCOL_REVISION = "1.15";
 
 /**
  * Text of an ``agentMessage`` item.
@@ -819,6 +819,23 @@ export interface ReasoningItem {
 }
 
 /**
+ * A notification as it was sent: apply it as if it arrived now.
+ */
+export interface ReplayedEvent {
+  method: string;
+  params: { [key: string]: unknown };
+}
+
+/**
+ * The turn running as a client joins: every notification it sent so far, in order
+ * (its session/input and turn/started first; consecutive deltas of one item joined).
+ */
+export interface RunningTurn {
+  turnId: string;
+  events: ReplayedEvent[];
+}
+
+/**
  * The OS sandbox for commands: whether this machine has one, and what it enforces (or
  * why there is none: then commands ask as they did before approval modes).
  */
@@ -928,6 +945,17 @@ export interface SessionInfo {
 }
 
 /**
+ * Another client sent the session a prompt (sent to every follower but the sender):
+ * ``turnId`` is the turn it starts, null when it waits for the running one (``queued``
+ * on the item).
+ */
+export interface SessionInput {
+  sessionId: string;
+  item: UserMessageItem;
+  turnId?: string | null;
+}
+
+/**
  * ``cwd``: only the sessions working in this folder (absolute) or below it.
  */
 export interface SessionListParams {
@@ -961,12 +989,17 @@ export interface SessionRef {
   sessionId: string;
 }
 
+/**
+ * ``items``: the conversation up to the running turn, if one runs; ``running`` then
+ * replays that turn so far, and the live notifications follow.
+ */
 export interface SessionResumeResult {
   sessionId: string;
   session: SessionInfo;
   items: (UserMessageItem | AgentMessageItem | ReasoningItem | ToolCallItem | NoticeItem)[];
   instructions?: InstructionFile[];
   plan?: PlanStep[];
+  running?: RunningTurn | null;
 }
 
 export interface SessionSetModeParams {
@@ -1362,6 +1395,7 @@ export const Method = {
   grantRevoke: "grant/revoke",
   policyList: "policy/list",
   policyTrust: "policy/trust",
+  sessionInput: "session/input",
   turnStarted: "turn/started",
   itemStarted: "item/started",
   itemAgentMessageDelta: "item/agentMessage/delta",
@@ -1436,6 +1470,7 @@ export interface ClientRequests {
 
 /** Notifications the daemon sends. */
 export interface DaemonNotifications {
+  "session/input": SessionInput;
   "turn/started": TurnStarted;
   "item/started": ItemStarted;
   "item/agentMessage/delta": AgentMessageDelta;

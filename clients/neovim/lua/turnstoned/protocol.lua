@@ -541,6 +541,14 @@
 ---@field id string
 ---@field text? string
 
+---@class turnstoned.ReplayedEvent A notification as it was sent: apply it as if it arrived now.
+---@field method string
+---@field params table
+
+---@class turnstoned.RunningTurn The turn running as a client joins: every notification it sent so far, in order (its session/input and turn/started first; consecutive deltas of one item joined).
+---@field turnId string
+---@field events turnstoned.ReplayedEvent[]
+
 ---@class turnstoned.SandboxHealth The OS sandbox for commands: whether this machine has one, and what it enforces (or why there is none: then commands ask as they did before approval modes).
 ---@field available boolean
 ---@field detail? string
@@ -608,6 +616,11 @@
 ---@field parentSessionId? string|nil
 ---@field approvalMode? 'auto'|'full-access'|'plan'|'read-only'
 
+---@class turnstoned.SessionInput Another client sent the session a prompt (sent to every follower but the sender): ``turnId`` is the turn it starts, null when it waits for the running one (``queued`` on the item).
+---@field sessionId string
+---@field item turnstoned.UserMessageItem
+---@field turnId? string|nil
+
 ---@class turnstoned.SessionListParams ``cwd``: only the sessions working in this folder (absolute) or below it.
 ---@field cwd? string|nil
 
@@ -628,12 +641,13 @@
 ---@class turnstoned.SessionRef
 ---@field sessionId string
 
----@class turnstoned.SessionResumeResult
+---@class turnstoned.SessionResumeResult ``items``: the conversation up to the running turn, if one runs; ``running`` then replays that turn so far, and the live notifications follow.
 ---@field sessionId string
 ---@field session turnstoned.SessionInfo
 ---@field items (turnstoned.UserMessageItem|turnstoned.AgentMessageItem|turnstoned.ReasoningItem|turnstoned.ToolCallItem|turnstoned.NoticeItem)[]
 ---@field instructions? turnstoned.InstructionFile[]
 ---@field plan? turnstoned.PlanStep[]
+---@field running? turnstoned.RunningTurn|nil
 
 ---@class turnstoned.SessionSetModeParams
 ---@field sessionId string
@@ -905,7 +919,7 @@
 local M = {}
 
 M.PROTOCOL_VERSION = 1
-M.PROTOCOL_REVISION = "1.14"
+M.PROTOCOL_REVISION = "1.15"
 
 --- Every method name of the protocol.
 M.methods = {
@@ -950,6 +964,7 @@ M.methods = {
   grant_revoke = "grant/revoke",
   policy_list = "policy/list",
   policy_trust = "policy/trust",
+  session_input = "session/input",
   turn_started = "turn/started",
   item_started = "item/started",
   item_agent_message_delta = "item/agentMessage/delta",
@@ -1023,6 +1038,7 @@ M.directions = {
   ["grant/revoke"] = { direction = "client->daemon", kind = "request" },
   ["policy/list"] = { direction = "client->daemon", kind = "request" },
   ["policy/trust"] = { direction = "client->daemon", kind = "request" },
+  ["session/input"] = { direction = "daemon->client", kind = "notification" },
   ["turn/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/started"] = { direction = "daemon->client", kind = "notification" },
   ["item/agentMessage/delta"] = { direction = "daemon->client", kind = "notification" },
