@@ -41,7 +41,7 @@ PROTOCOL_VERSION = 1
 # and ``loggedIn`` on server info, mcpServer/login, mcpServer/logout, mcpServer/authorize),
 # the server's log messages and resource updates; "1.15" adds what a client joining a
 # session mid-turn missed (``running`` on session/resume) and session/input (a prompt
-# another client sent).
+# another client sent), and ``webSearch`` in daemon/health.
 PROTOCOL_REVISION = "1.15"
 
 
@@ -750,6 +750,9 @@ class DaemonHealthResult(Wire, kw_only=True):
     # The daemon outlives its clients: `turnstoned serve`, reached through `turnstoned attach`.
     resident: bool = False
     sandbox: SandboxHealth | None = None
+    # What web_search uses: "searxng at URL", "MCP server:tool (automatic)", or "none: ..."
+    # with the ways to get one.
+    web_search: str | None = None
 
 
 MemoryScope = Literal["global", "workstream", "user", "coordinator", "project"]

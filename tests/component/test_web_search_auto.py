@@ -176,3 +176,11 @@ def test_doctor_says_plainly_when_there_is_none(model: ScriptedModel, isolated_h
     write_config(isolated_home, '[tools]\nweb_search_backend = "none"\n' + server("brave", "brave"))
     line = web_search_line(tmp_path)
     assert line.status == "OK" and line.what.startswith("web_search: none: turned off")
+
+
+async def test_daemon_health_says_which_backend_web_search_uses(
+        make_engine: MakeEngine) -> None:
+    engine = await ready(make_engine, server("brave", "brave"))
+    assert (await engine.health()).web_search == "MCP brave:brave_web_search (automatic)"
+    engine = await ready(make_engine, '[tools]\nweb_search_backend = "none"\n')
+    assert (await engine.health()).web_search == 'none: turned off ([tools] web_search_backend = "none")'

@@ -372,6 +372,8 @@ class Doctor:
             self.add("OK", f"resident daemon: running (pid {pid}, {others} other client(s), "
                            f"model {health.get('model') or 'none'}); it keeps the environment it "
                            "was started with (`turnstoned stop` to change it)")
+            if health.get("webSearch"):
+                self.add("OK", f"resident daemon: web_search: {health['webSearch']}")
 
 
 def _ask_health(sock: socket.socket) -> dict[str, object] | None:

@@ -473,6 +473,11 @@ class Engine:
             sandbox=wire.sandbox_health(await asyncio.to_thread(sandbox.status)),
             model_url=model.base_url if model else None,  # as configured (null: OpenAI's)
         )
+        if self.services.web is not None:
+            from turnstoned.tools import web_search
+
+            result.web_search = web_search.choose(self.services.web.settings,
+                                                  self.mcp.tools()).describe()
         if probe and model is not None:
             from turnstoned.llm.discovery import list_models  # imports openai: not on startup
 

@@ -154,6 +154,7 @@ export interface DaemonHealthResult {
   clients?: number;
   resident?: boolean;
   sandbox?: SandboxHealth | null;
+  webSearch?: string | null;
 }
 
 export interface EditorBuffer {

@@ -111,6 +111,7 @@
 ---@field clients? integer
 ---@field resident? boolean
 ---@field sandbox? turnstoned.SandboxHealth|nil
+---@field webSearch? string|nil
 
 ---@class turnstoned.EditorBuffer
 ---@field path string
