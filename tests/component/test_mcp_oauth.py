@@ -171,3 +171,23 @@ async def test_login_to_an_unknown_or_local_server_is_refused(tmp_path: Path) ->
         await m.login("nope", Browser())
     with pytest.raises(LoginError, match="stdio"):
         await m.login("local", Browser())
+
+
+async def test_a_cancelled_login_leaves_the_server_asking_for_one(tmp_path: Path) -> None:
+    opened = asyncio.Event()
+
+    async def slow_browser(server: str, url: str) -> bool:
+        opened.set()
+        return True  # the user never finishes in the browser
+
+    async with http_server(script=SERVER) as srv, running(manager(srv.url, tmp_path)) as m:
+        login = asyncio.ensure_future(m.login("o", slow_browser))
+        await asyncio.wait_for(opened.wait(), WAIT)
+        login.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await login
+        s = status(m)
+        assert (s.status, s.needs_auth) == ("failed", True)
+        assert "cancelled" in (s.error or "")
+        s = await m.login("o", Browser())  # and a login after it works
+        assert s.status == "connected"

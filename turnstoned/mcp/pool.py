@@ -415,6 +415,10 @@ class ServerPool:
         auth.needs_login = False
         try:
             connected = await self._connect(srv, announce=True)
+        except asyncio.CancelledError:  # the user gave up on it
+            srv.needs_auth = True
+            self._set_state(srv, "failed", "needs login: the login was cancelled")
+            raise
         finally:
             auth.openers.remove(opener)
         if not connected or srv.conn is None:
