@@ -292,10 +292,13 @@ end
 ---@field message string
 ---@field data? table
 
---- Send a request (starting the daemon first if needed); `cb(err, result)`.
+--- Send a request (starting the daemon first if needed); `cb(err, result)`. Returns a
+--- function that withdraws it (`$/cancelRequest`, sent once the request is): the daemon
+--- then answers `cb` with its error (requestCancelled), or with the result it had already.
 ---@param method string
 ---@param params? table
 ---@param cb? fun(err?: turnstoned.RpcError, result?: table)
+---@return fun() cancel
 function M.request(method, params, cb)
   cb = cb or function(err)
     if err then
@@ -303,17 +306,38 @@ function M.request(method, params, cb)
     end
   end
   log.debug('-> %s', method)
+  local id, via, cancelled ---@type integer?, vim.lsp.rpc.PublicClient?, boolean?
+  local function withdraw()
+    if id ~= nil and via and not via.is_closing() then
+      log.info('withdrawing %s (request %s)', method, tostring(id))
+      via.notify(methods.cancel_request, { id = id })
+    end
+  end
   M.start(function(err)
     if err then
       return cb({ code = -1, message = err })
     end
-    local sent = rpc and rpc.request(method, params or vim.empty_dict(), function(e, result)
-      cb(e and { code = e.code, message = e.message or tostring(e), data = e.data } or nil, result)
-    end)
+    local sent, msg_id = false, nil
+    if rpc then
+      via = rpc
+      sent, msg_id = rpc.request(method, params or vim.empty_dict(), function(e, result)
+        cb(e and { code = e.code, message = e.message or tostring(e), data = e.data } or nil, result)
+      end)
+    end
     if not sent then
-      cb({ code = -1, message = 'the daemon is not running' })
+      return cb({ code = -1, message = 'the daemon is not running' })
+    end
+    id = msg_id
+    if cancelled then
+      withdraw()
     end
   end)
+  return function()
+    if not cancelled then
+      cancelled = true
+      withdraw()
+    end
+  end
 end
 
 --- Send a request and wait for its answer, at most `timeout_ms`.

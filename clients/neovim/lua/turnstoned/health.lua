@@ -188,10 +188,14 @@ local function check_mcp(servers)
     health.info('no MCP servers configured')
     return
   end
-  local pickers = require('turnstoned.pickers')
+  local mcp = require('turnstoned.mcp')
+  mcp.remember(servers)
   for _, s in ipairs(servers) do
-    local line = 'MCP ' .. pickers.server_label(s)
-    if s.status == 'connected' then
+    local line = 'MCP ' .. mcp.label(s)
+    if s.needsAuth then
+      health.warn(line, { mcp.login_hint(s.name) .. ' logs in (your browser opens the login page); '
+        .. 'the daemon does not retry it until then' })
+    elseif s.status == 'connected' then
       health.ok(line)
     elseif s.status == 'failed' then
       health.error(line, { 'Try :TurnstonedMcp to refresh it' })

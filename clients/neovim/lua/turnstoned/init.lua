@@ -30,6 +30,7 @@ local function wire()
   require('turnstoned.session').wire()
   require('turnstoned.approval').wire()
   require('turnstoned.elicit').wire()
+  require('turnstoned.mcp').wire()
   require('turnstoned.trust').wire()
   require('turnstoned.client').on_exit(require('turnstoned.questions').clear)
   require('turnstoned.editor').serve()
@@ -158,6 +159,21 @@ function M.mcp()
   require('turnstoned.pickers').mcp()
 end
 
+--- Log in to MCP server `name` (OAuth: the login page opens in your browser); without a
+--- name, pick one (those needing a login first). It runs in the background.
+---@param name? string
+function M.mcp_login(name)
+  wire()
+  require('turnstoned.mcp').login(name)
+end
+
+--- Forget MCP server `name`'s login (its OAuth tokens); without a name, pick a logged-in one.
+---@param name? string
+function M.mcp_logout(name)
+  wire()
+  require('turnstoned.mcp').logout(name)
+end
+
 --- The current session's grants (what runs without asking); revoke one.
 function M.grants()
   wire()
@@ -279,27 +295,36 @@ end
 
 --- The words after `:Turnstoned` that run a subcommand rather than being sent, and the
 --- function each runs.
-local SUBCOMMANDS = { 'changes', 'commands', 'image', 'mode', 'model', 'paste-image', 'redo', 'rerun', 'undo' }
+local SUBCOMMANDS = { 'changes', 'commands', 'image', 'mcp', 'mode', 'model', 'paste-image', 'redo', 'rerun', 'undo' }
 local RUNS = { ['paste-image'] = 'paste_image' }
+--- What `:Turnstoned mcp` takes: an action, then a server's name.
+local MCP_ACTIONS = { login = 'mcp_login', logout = 'mcp_logout' }
 
 --- A subcommand named by the command's words, and its argument: `mode` takes a mode name,
---- `model` a model name, `image` a path; the others nothing (anything else is a prompt).
+--- `model` a model name, `image` a path, `mcp` `login` or `logout` and a server's name; the
+--- others nothing (anything else is a prompt).
 ---@param words string[]
----@return string? name, string? argument
+---@return string? run the function of this module it runs, string? argument
 local function subcommand(words)
   local name = words[1]
   if not vim.tbl_contains(SUBCOMMANDS, name) then
     return nil
   end
   if #words == 1 then
-    return name
+    return RUNS[name] or name
+  elseif name == 'mcp' then
+    local run = MCP_ACTIONS[words[2]]
+    if run and #words <= 3 then
+      return run, words[3]
+    end
   elseif #words == 2 and (name == 'model' or name == 'image'
       or name == 'mode' and vim.tbl_contains(require('turnstoned.config').MODES, words[2])) then
     return name, words[2]
   end
 end
 
---- Completion of `:Turnstoned`: the subcommands, and the modes after `mode`.
+--- Completion of `:Turnstoned`: the subcommands, the modes after `mode`, `login` and `logout`
+--- after `mcp`, then the servers (as last heard: those needing a login, or logged in).
 ---@param lead string
 ---@param line string
 ---@return string[]
@@ -313,6 +338,11 @@ function M.complete(lead, line)
     options = require('turnstoned.config').MODES
   elseif before == 1 and words[1] == 'image' then
     return vim.fn.getcompletion(lead, 'file')
+  elseif before == 1 and words[1] == 'mcp' then
+    options = vim.tbl_keys(MCP_ACTIONS)
+    table.sort(options)
+  elseif before == 2 and words[1] == 'mcp' and MCP_ACTIONS[words[2]] then
+    options = require('turnstoned.mcp').names(words[2])
   else
     return {}
   end
@@ -332,9 +362,9 @@ function M.command(o)
   if o.range > 0 then
     return M.send_selection({ line1 = o.line1, line2 = o.line2, prompt = o.args })
   end
-  local name, argument = subcommand(o.fargs or vim.split(o.args, '%s+', { trimempty = true }))
-  if name then
-    return M[RUNS[name] or name](argument)
+  local run, argument = subcommand(o.fargs or vim.split(o.args, '%s+', { trimempty = true }))
+  if run then
+    return M[run](argument)
   elseif o.args ~= '' then
     return M.ask(o.args)
   end

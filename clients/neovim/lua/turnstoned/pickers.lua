@@ -96,21 +96,11 @@ function M.sessions(on_shown)
   end)
 end
 
+--- A server on a line (name, state, counts, "needs login" / "logged in", origin, error).
 ---@param s turnstoned.McpServerInfo
 ---@return string
 function M.server_label(s)
-  local counts = ('%d tools'):format(s.tools or 0)
-  if (s.resources or 0) > 0 or (s.prompts or 0) > 0 then
-    counts = counts .. (', %d resources, %d prompts'):format(s.resources or 0, s.prompts or 0)
-  end
-  local label = ('%-20s %-10s %s'):format(s.name, s.status, counts)
-  if s.origin then
-    label = label .. '  [' .. s.origin .. ']'
-  end
-  if s.error then
-    label = label .. '  ' .. s.error:gsub('\n', ' ')
-  end
-  return label
+  return require('turnstoned.mcp').label(s)
 end
 
 ---@param name? string
@@ -135,7 +125,14 @@ function M.server_actions(server)
   if server.status == 'untrusted' then
     return project and { { id = 'trust', label = "Trust this project's .mcp.json (see it first)…" } } or {}
   end
-  local actions = { { id = 'refresh', label = 'Refresh (reconnect, rediscover its tools)' } }
+  local actions = {}
+  if server.needsAuth then
+    actions[#actions + 1] = { id = 'login', label = 'Log in (opens the login page in your browser)' }
+  end
+  actions[#actions + 1] = { id = 'refresh', label = 'Refresh (reconnect, rediscover its tools)' }
+  if server.loggedIn then
+    actions[#actions + 1] = { id = 'logout', label = 'Log out (forget its tokens)' }
+  end
   if project then
     actions[#actions + 1] = { id = 'revoke', label = "Revoke trust in this project's .mcp.json (stops its servers)" }
   end
@@ -150,6 +147,10 @@ local function server_actions(server)
     local id = action and action.id
     if id == 'refresh' then
       refresh(server.name)
+    elseif id == 'login' then
+      require('turnstoned.mcp').login(server.name)
+    elseif id == 'logout' then
+      require('turnstoned.mcp').logout(server.name)
     elseif id == 'trust' and project then
       trust.trust_file(project)
     elseif id == 'revoke' and project then
@@ -158,13 +159,15 @@ local function server_actions(server)
   end)
 end
 
---- List the MCP servers with their state; pick one to act on it.
+--- List the MCP servers with their state; pick one to act on it (refresh, log in or out,
+--- trust or revoke its project's config).
 function M.mcp()
   client.request(methods.mcp_server_list, nil, function(err, result)
     if err then
       return notify('cannot list MCP servers: ' .. err.message, vim.log.levels.ERROR)
     end
     local servers = result.servers or {}
+    require('turnstoned.mcp').remember(servers)
     if #servers == 0 then
       return notify('no MCP servers are configured (see :help turnstoned-mcp)')
     end
