@@ -8,6 +8,7 @@
 local log = require('turnstoned.log')
 
 local methods = require('turnstoned.protocol').methods
+local error_codes = require('turnstoned.protocol').error_codes
 local M = {}
 
 ---@alias turnstoned.ClientState 'stopped'|'starting'|'ready'|'failed'
@@ -293,16 +294,25 @@ end
 ---@field data? table
 
 --- Send a request (starting the daemon first if needed); `cb(err, result)`. Returns a
---- function that withdraws it (`$/cancelRequest`, sent once the request is): the daemon
---- then answers `cb` with its error (requestCancelled), or with the result it had already.
+--- function that withdraws it: `$/cancelRequest` goes to the daemon (once the request is
+--- sent) and `cb` gets a requestCancelled error at once. (|vim.lsp.rpc| drops the daemon's
+--- own requestCancelled answer, and an answer that crossed the cancel is ignored: `cb` runs
+--- once.)
 ---@param method string
 ---@param params? table
 ---@param cb? fun(err?: turnstoned.RpcError, result?: table)
 ---@return fun() cancel
 function M.request(method, params, cb)
-  cb = cb or function(err)
+  local callback = cb or function(err)
     if err then
       log.error('%s failed: %s', method, err.message)
+    end
+  end
+  local answered = false
+  local function finish(err, result)
+    if not answered then
+      answered = true
+      callback(err, result)
     end
   end
   log.debug('-> %s', method)
@@ -314,29 +324,30 @@ function M.request(method, params, cb)
     end
   end
   M.start(function(err)
-    if err then
-      return cb({ code = -1, message = err })
+    if cancelled then
+      return
+    elseif err then
+      return finish({ code = -1, message = err })
     end
     local sent, msg_id = false, nil
     if rpc then
       via = rpc
       sent, msg_id = rpc.request(method, params or vim.empty_dict(), function(e, result)
-        cb(e and { code = e.code, message = e.message or tostring(e), data = e.data } or nil, result)
+        finish(e and { code = e.code, message = e.message or tostring(e), data = e.data } or nil, result)
       end)
     end
     if not sent then
-      return cb({ code = -1, message = 'the daemon is not running' })
+      return finish({ code = -1, message = 'the daemon is not running' })
     end
     id = msg_id
-    if cancelled then
-      withdraw()
-    end
   end)
   return function()
-    if not cancelled then
-      cancelled = true
-      withdraw()
+    if cancelled or answered then
+      return
     end
+    cancelled = true
+    withdraw()
+    finish({ code = error_codes.REQUEST_CANCELLED, message = method .. ' was cancelled' })
   end
 end
 
