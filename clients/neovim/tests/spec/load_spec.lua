@@ -90,7 +90,8 @@ H.test(':help turnstoned and every command has a help tag, with no :helptags run
         'turnstoned.setup()', 'turnstoned-install', ':Turnstoned-model', ':Turnstoned-commands',
         ':Turnstoned-image', ':Turnstoned-paste-image', 'turnstoned-prompt', 'turnstoned-mentions',
         'turnstoned-slash', 'turnstoned-pictures', 'turnstoned-models', 'turnstoned-live-plan',
-        'turnstoned-keys', ':TurnstonedInstall', 'turnstoned-lazy' }) do
+        'turnstoned-keys', ':TurnstonedInstall', 'turnstoned-lazy', ':Turnstoned-mcp', ':Turnstoned-mcp-login',
+        ':Turnstoned-mcp-logout', 'turnstoned-mcp-login' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))
         and vim.fn.expand('%:t') == 'turnstoned.txt'
       pcall(vim.cmd, 'helpclose')
