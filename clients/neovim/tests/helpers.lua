@@ -99,6 +99,7 @@ end
 ---@field push fun(...: table)
 ---@field requests fun(): integer
 ---@field request fun(n: integer): {messages: table[], tools: string[], model: string}
+---@field open fun(gate: string)  a `{gated = gate, before = …, after = …}` reply goes on
 ---@field stop fun()
 
 --- Start the repository's scripted OpenAI-compatible server (through a launcher), on `port`
@@ -145,6 +146,9 @@ function H.model(port)
     end,
     request = function(n)
       return command({ request = n })
+    end,
+    open = function(gate)
+      command({ open = gate })
     end,
     stop = function()
       proc:write(nil)

@@ -5,8 +5,10 @@ stdin line and answers each with one JSON line:
 
 - ``{"push": [spec, ...]}`` queues replies; a spec is ``{"text": str, "reasoning"?: str,
   "delay"?: s, "chunk_size"?: n, "start_delay"?: s}``, ``{"tool_calls": [[id, name,
-  arguments], ...], "start_delay"?: s}``, ``{"hang": seconds, "after_text"?: str}`` or ``{"error": status,
-  "message"?: str}``.
+  arguments], ...], "start_delay"?: s}``, ``{"hang": seconds, "after_text"?: str}``, ``{"error": status,
+  "message"?: str}`` or ``{"gated": name, "before": str, "after": str}`` (``before``, then
+  ``after`` once gate ``name`` opens, at most 30 s later).
+- ``{"open": name}`` opens gate ``name``.
 - ``{"requests": true}`` answers how many chat requests arrived.
 - ``{"request": n}`` answers the messages of the n-th chat request (from 1; -1 is the last),
   the names of the tools it offered and the model it named: ``{"messages": [...], "tools":
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from tests.fakes import model_server as ms
 
 
+gates: dict[str, threading.Event] = {}
+
+
+def gate(name: str) -> threading.Event:
+    return gates.setdefault(name, threading.Event())
+
+
 def build(spec: dict[str, Any]) -> ms.Response:
     """One scripted reply from its JSON description."""
+    if "gated" in spec:
+        return ms.gated(spec["before"], spec["after"], gate(spec["gated"]))
     if "text" in spec:
         return ms.text(spec["text"], chunk_size=spec.get("chunk_size", 4), reasoning=spec.get("reasoning"),
                        delay=spec.get("delay", 0.0), start_delay=spec.get("start_delay", 0.0))
@@ -53,6 +65,8 @@ def main() -> int:
             answer: dict[str, Any] = {"ok": True}
             if "push" in command:
                 model.push(*(build(spec) for spec in command["push"]))
+            if "open" in command:
+                gate(command["open"]).set()
             if command.get("requests"):
                 answer["count"] = len(model.requests)
             if "request" in command:

@@ -131,6 +131,17 @@ function Chat:user(text, note, pictures)
   return mark
 end
 
+--- A prompt as an item (from history, or one another client sent): its text and pictures.
+---@param item turnstoned.UserMessageItem
+---@param note? string shown after the heading
+---@return integer mark
+function Chat:user_item(item, note)
+  local pictures = vim.tbl_map(function()
+    return ''
+  end, type(item.images) == 'table' and item.images or {})
+  return self:user(item.text or '', note, pictures)
+end
+
 --- Say something after a prompt's heading (that it was queued).
 ---@param mark integer
 ---@param note string
@@ -278,10 +289,7 @@ end
 ---@param parent_call_id? string
 function Chat:item_started(item, parent_call_id)
   if item.type == 'userMessage' then
-    local pictures = vim.tbl_map(function()
-      return ''
-    end, type(item.images) == 'table' and item.images or {})
-    self:user(item.text, item.queued and '  queued: the next prompt brings it along' or nil, pictures)
+    self:user_item(item, item.queued and '  queued: the next prompt brings it along' or nil)
     return
   elseif item.type == 'notice' then
     return require('turnstoned.notices').item(self, item)

@@ -72,6 +72,14 @@ local function emit(method, params)
   end
 end
 
+--- Run the listeners of a notification as if the daemon had just sent it (one replayed in
+--- an answer: the running turn of `session/resume`).
+---@param method string
+---@param params? table
+function M.dispatch(method, params)
+  emit(method, params or {})
+end
+
 ---@param err? string
 local function settle(err)
   local fns = waiting

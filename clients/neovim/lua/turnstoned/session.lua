@@ -74,6 +74,9 @@ end
 
 local remember_undo
 
+--- What a prompt waiting for the running turn says, after its heading.
+local QUEUED = '  queued: the running turn reads it at its next step'
+
 local DECIDED = { approve = 'running', always = 'running', auto = 'running', deny = 'declined',
   timeout = 'declined', cancelled = 'cancelled' }
 
@@ -165,6 +168,13 @@ end
 --- What each notification of a session does to its chat.
 ---@type table<string, fun(chat: turnstoned.Chat, p: table)>
 local handlers = {
+  -- Another client sent this session a prompt (protocol 1.15): shown as if typed here.
+  [methods.session_input] = function(chat, p)
+    chat:user_item(p.item or {}, p.turnId == nil and (p.item or {}).queued and QUEUED or nil)
+    if p.turnId then
+      M.turn(chat, p.turnId).prompt = (p.item or {}).text
+    end
+  end,
   [methods.turn_started] = function(chat, p)
     if not chat.prompt_pending then -- the daemon started it (a watch fired): a new answer
       chat.answering = false
@@ -353,7 +363,7 @@ local function start_turn(chat, out, retried)
         return i.type == 'mention'
       end)
       -- The daemon queues the text alone: what it mentions is not read with it.
-      chat:user_note(out.mark, '  queued: the running turn reads it at its next step'
+      chat:user_note(out.mark, QUEUED
         .. (mentioned and ' (without the files it mentions: send them with a new prompt)' or ''))
     else
       chat.turn_id = result.turnId
@@ -498,6 +508,25 @@ function M.interrupt()
   return true
 end
 
+--- Draw a session's history into `chat` (its turns, its last plan), then the turn running
+--- as this client joined (protocol 1.15): its notifications so far go through the same
+--- handlers as live ones, and its live notifications follow.
+---@param chat turnstoned.Chat
+---@param result turnstoned.SessionResumeResult
+local function load(chat, result)
+  chat:load(result.items or {})
+  M.remember_turns(chat, result.items)
+  local events = type(result.running) == 'table' and result.running.events or {}
+  local replanned = vim.iter(events):any(function(e)
+    return e.method == methods.plan_updated
+  end)
+  -- The session's plan is the running turn's when that turn made one: it is replayed there.
+  plan.resumed(chat, not replanned and result.plan or nil, M.last_turn(result.items))
+  for _, e in ipairs(events) do
+    client.dispatch(e.method, e.params)
+  end
+end
+
 --- Show a session: its loaded chat, or its history redrawn from the daemon.
 ---@param sid string
 ---@param cb? fun(err?: string, chat?: turnstoned.Chat)
@@ -508,20 +537,24 @@ function M.resume(sid, cb)
       return cb(err.message)
     end
     local chat = chats[sid]
-    if not chat or not vim.api.nvim_buf_is_valid(chat.buf) then
+    local fresh = not chat or not vim.api.nvim_buf_is_valid(chat.buf)
+    if fresh then
       chat = Chat.new(sid)
       chats[sid] = chat
-      chat:load(result.items or {})
     end
-    M.remember_turns(chat, result.items)
     chat.instructions = result.instructions or chat.instructions
     chat.info = result.session
     chat.mode = result.session and result.session.approvalMode or chat.mode
     -- A live session's info may still name the model it started with after session/setModel:
     -- what this chat was told by setModel stands.
     chat.model = result.session and result.session.model or chat.model
-    if result.plan and #result.plan > 0 and not chat.plan then
-      plan.resumed(chat, result.plan, M.last_turn(result.items))
+    if fresh then
+      load(chat, result)
+    else
+      M.remember_turns(chat, result.items)
+      if result.plan and #result.plan > 0 and not chat.plan then
+        plan.resumed(chat, result.plan, M.last_turn(result.items))
+      end
     end
     learn_default_model(chat)
     chat.title = chat.title or (result.session and result.session.title)
@@ -619,9 +652,7 @@ function M.redraw(chat, cb)
     end
     chat.info = result.session or chat.info
     chat.instructions = result.instructions or chat.instructions
-    chat:load(result.items or {})
-    M.remember_turns(chat, result.items)
-    plan.resumed(chat, result.plan, M.last_turn(result.items))
+    load(chat, result)
     refresh()
     return cb and cb(nil)
   end)
