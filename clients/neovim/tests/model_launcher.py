@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from tests.fakes import model_server as ms
 
-
 gates: dict[str, threading.Event] = {}
 
 
