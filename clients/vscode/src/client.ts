@@ -18,7 +18,10 @@ import type {
   SessionCommand,
   SessionSetModelResult,
   GrantInfo,
+  McpAuthorizeParams,
+  McpAuthorizeResponse,
   McpServerInfo,
+  McpServerLoginResult,
   McpServerRefreshResult,
   McpServerTrustParams,
   McpServerTrustResult,
@@ -94,6 +97,8 @@ export interface DaemonFeatures {
   editor: boolean;
   /** Mentions, slash commands, pictures, the live plan and the model requests (1.13). */
   composer: boolean;
+  /** OAuth for HTTP MCP servers: `needsAuth`/`loggedIn`, `mcpServer/login`, `mcpServer/logout`, `mcpServer/authorize` (1.14). */
+  mcpLogin: boolean;
 }
 
 function revisionAtLeast(revision: string | undefined, wanted: string): boolean {
@@ -111,6 +116,7 @@ export function daemonFeatures(health: Pick<DaemonHealthResult, "protocolRevisio
     approvalModes: revisionAtLeast(health.protocolRevision, "1.9"), checkpoints: revisionAtLeast(health.protocolRevision, "1.10"),
     editor: revisionAtLeast(health.protocolRevision, "1.12"),
     composer: revisionAtLeast(health.protocolRevision, "1.13"),
+    mcpLogin: revisionAtLeast(health.protocolRevision, "1.14"),
   };
 }
 
@@ -118,6 +124,8 @@ export type ApprovalHandler = (params: ApprovalRequestParams, token: CancelToken
 export type TrustHandler = (params: McpTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
 /** Who answers an MCP server's question (`mcpServer/elicit`). */
 export type ElicitHandler = (params: McpElicitParams, token: CancelToken) => Promise<McpElicitResponse>;
+/** Who shows an MCP server's login page (`mcpServer/authorize`, 1.14). */
+export type AuthorizeHandler = (params: McpAuthorizeParams, token: CancelToken) => Promise<McpAuthorizeResponse>;
 export type PolicyTrustHandler = (params: PolicyTrustRequestParams, token: CancelToken) => Promise<McpTrustResponse>;
 
 type EditorRequest = "editor/diagnostics" | "editor/openFiles" | "editor/symbol" | "editor/buffers";
@@ -133,6 +141,7 @@ export class TurnstonedClient {
   private trustHandler: TrustHandler = async () => ({ decision: "dismiss" });
   private policyTrustHandler: PolicyTrustHandler = async () => ({ decision: "dismiss" });
   private elicitHandler: ElicitHandler = async () => ({ action: "decline" });
+  private authorizeHandler: AuthorizeHandler = async () => { throw new Error("this client shows no login pages"); };
   private editorHandlers: EditorHandlers = {};
 
   /** Every forwarded notification, in arrival order. */
@@ -150,6 +159,7 @@ export class TurnstonedClient {
       this.conn.serve(Method.mcpServerRequestTrust, (params, token) => this.trustHandler(params, token)),
       this.conn.serve(Method.policyRequestTrust, (params, token) => this.policyTrustHandler(params, token)),
       this.conn.serve(Method.mcpServerElicit, (params, token) => this.elicitHandler(params, token)),
+      this.conn.serve(Method.mcpServerAuthorize, (params, token) => this.authorizeHandler(params, token)),
       ...EDITOR_REQUESTS.map((method) => this.serveEditor(method)),
     );
   }
@@ -174,6 +184,11 @@ export class TurnstonedClient {
   /** Who answers `mcpServer/elicit` (the default declines). */
   setElicitHandler(handler: ElicitHandler): void {
     this.elicitHandler = handler;
+  }
+
+  /** Who answers `mcpServer/authorize` (the default answers with an error, which ends the login). */
+  setAuthorizeHandler(handler: AuthorizeHandler): void {
+    this.authorizeHandler = handler;
   }
 
   /** Who answers `policy/requestTrust` (the default trusts nothing). */
@@ -253,6 +268,20 @@ export class TurnstonedClient {
 
   mcpRefresh(name?: string): Promise<McpServerRefreshResult> {
     return this.conn.request(Method.mcpServerRefresh, { name: name ?? null });
+  }
+
+  /**
+   * Log in to an HTTP MCP server (1.14): the daemon sends `mcpServer/authorize` with the page to
+   * open and answers once the server connected (minutes, while the user is in the browser).
+   * Cancelling `token` sends `$/cancelRequest`, which ends the login.
+   */
+  mcpLogin(name: string, token?: CancelToken): Promise<McpServerLoginResult> {
+    return this.conn.request(Method.mcpServerLogin, { name }, token);
+  }
+
+  /** Forget an MCP server's OAuth tokens (1.14); it reconnects without them. */
+  mcpLogout(name: string): Promise<McpServerLoginResult> {
+    return this.conn.request(Method.mcpServerLogout, { name });
   }
 
   /** The whole proposed content of a pending write/edit call (protocol 1.1). */

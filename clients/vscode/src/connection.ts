@@ -22,7 +22,8 @@ export type ResultOf<M extends RequestName> = ClientRequests[M]["result"];
  * and scripts get one from vscode-jsonrpc over a spawned process.
  */
 export interface Connection {
-  sendRequest(method: string, params?: unknown): Promise<unknown>;
+  /** With `token`: cancelling it sends `$/cancelRequest` for the request. */
+  sendRequest(method: string, params?: unknown, token?: CancelToken): Promise<unknown>;
   onNotification(method: string, handler: (params: never) => void): Disposable;
   onRequest(method: string, handler: (params: never, token: CancelToken) => Promise<unknown>): Disposable;
 }
@@ -31,8 +32,10 @@ export interface Connection {
 export class TypedConnection {
   constructor(readonly raw: Connection) {}
 
-  request<M extends RequestName>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
-    return this.raw.sendRequest(method, params ?? undefined) as Promise<ResultOf<M>>;
+  /** `token`: cancelling it withdraws the request (`$/cancelRequest`). */
+  request<M extends RequestName>(method: M, params: ParamsOf<M>, token?: CancelToken): Promise<ResultOf<M>> {
+    const sent = token ? this.raw.sendRequest(method, params ?? undefined, token) : this.raw.sendRequest(method, params ?? undefined);
+    return sent as Promise<ResultOf<M>>;
   }
 
   on<M extends NotificationName>(method: M, handler: (params: DaemonNotifications[M]) => void): Disposable {

@@ -4,7 +4,7 @@
  */
 import type { Excerpt } from "./messages/attachments";
 import type { FromWebview, ToWebview } from "./messages/chat";
-import type { Connection, Disposable } from "./connection";
+import type { CancelToken, Connection, Disposable } from "./connection";
 import type { Launch } from "./launch";
 import type { FromPreview, ToPreview } from "./messages/preview";
 import type { EditorBuffer, EditorDiagnostic, EditorLocation, EditorState, EditorSymbolParams, InitializationOptions, OpenFile, PreviewKind } from "./protocol";
@@ -86,8 +86,11 @@ export interface Host {
   globalStorage(): string;
   /** The interpreter the Python extension has selected (else `python.defaultInterpreterPath`), if any. */
   pythonInterpreter(): Promise<string | undefined>;
-  /** Run `task` under a progress notification; `report` updates its message. */
-  withProgress<T>(title: string, task: (report: (message: string) => void) => Promise<T>): Promise<T>;
+  /**
+   * Run `task` under a progress notification; `report` updates its message. With `cancellable`
+   * the notification has a Cancel button, which cancels `token`.
+   */
+  withProgress<T>(title: string, task: (report: (message: string) => void, token: CancelToken) => Promise<T>, options?: { cancellable?: boolean }): Promise<T>;
   folders(): Folder[];
   /** The folder of the active editor, else the first folder. */
   activeFolder(): Folder | undefined;
@@ -125,8 +128,11 @@ export interface Host {
   showDocument(uri: string): Promise<void>;
   /** Open a preview panel (its page runs `dist/preview.js`) beside the editor, not taking focus. */
   openPreviewPanel(kind: PreviewKind, title: string, hooks: PreviewPanelHooks): PreviewPanel;
-  /** An http(s) URL in the user's browser (VS Code asks before it opens it). */
-  openExternal(url: string): void;
+  /**
+   * An http(s) URL in the user's browser (VS Code may ask before it opens it); resolves to
+   * whether the browser was asked to open it.
+   */
+  openExternal(url: string): Promise<boolean>;
   /** A local file in an editor. */
   openFile(path: string): Promise<void>;
 

@@ -98,7 +98,7 @@ export class PreviewController {
 
   private openSource(source: string): void {
     const target = sourceTarget(source);
-    if (target && "url" in target) this.host.openExternal(target.url);
+    if (target && "url" in target) void this.host.openExternal(target.url);
     else if (target) void this.host.openFile(target.path);
   }
 

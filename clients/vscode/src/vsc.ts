@@ -379,9 +379,9 @@ export function createHost(context: vscode.ExtensionContext): Host {
     extensionPath: () => context.extensionUri.fsPath,
     globalStorage: () => context.globalStorageUri.fsPath,
     pythonInterpreter,
-    withProgress: (title, task) => Promise.resolve(vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title, cancellable: false },
-      (progress) => task((message) => progress.report({ message })),
+    withProgress: (title, task, options) => Promise.resolve(vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: options?.cancellable ?? false },
+      (progress, token) => task((message) => progress.report({ message }), token),
     )),
     folders: () => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, path: f.uri.fsPath })),
     activeFolder,
@@ -448,7 +448,16 @@ export function createHost(context: vscode.ExtensionContext): Host {
     },
     showDocument: async (uri) => { await vscode.window.showTextDocument(vscode.Uri.parse(uri), { preview: true }); },
     openPreviewPanel: (kind, title, hooks) => previewPanel(context, kind, title, hooks),
-    openExternal: (url) => void vscode.env.openExternal(vscode.Uri.parse(url)),
+    openExternal: async (url) => {
+      // The address goes as the string it is: the extension host opens a string exactly as
+      // given, where a Uri would have its query decoded and encoded again (a login page's
+      // encoded redirect_uri, state and scope must reach the browser unchanged).
+      try {
+        return await vscode.env.openExternal(url as unknown as vscode.Uri);
+      } catch {
+        return false;
+      }
+    },
     openFile: async (path) => { await vscode.window.showTextDocument(vscode.Uri.file(path), { preview: true }); },
     selection: () => {
       const editor = vscode.window.activeTextEditor;

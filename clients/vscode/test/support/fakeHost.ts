@@ -5,6 +5,7 @@
 import type { Excerpt } from "../../src/messages/attachments";
 import type { FromWebview, ToWebview } from "../../src/messages/chat";
 import type { ChatView, ChatViewProvider, DaemonHandle, DaemonHooks, Folder, Host, PickItem, PreviewPanel, PreviewPanelHooks, TreeNode } from "../../src/host";
+import type { CancelToken } from "../../src/connection";
 import type { Launch } from "../../src/launch";
 import type { ToPreview } from "../../src/messages/preview";
 import * as fs from "node:fs";
@@ -139,12 +140,16 @@ export class FakeHost implements Host {
   selectedPython: string | undefined = undefined;
   pythonInterpreter = async () => this.selectedPython;
   /** Progress notifications: their title and every message reported. */
-  progress: { title: string; messages: string[]; done: boolean }[] = [];
-  withProgress = async <T>(title: string, task: (report: (message: string) => void) => Promise<T>): Promise<T> => {
-    const entry = { title, messages: [] as string[], done: false };
+  progress: { title: string; messages: string[]; done: boolean; cancellable: boolean; cancel: () => void }[] = [];
+  withProgress = async <T>(title: string, task: (report: (message: string) => void, token: CancelToken) => Promise<T>, options?: { cancellable?: boolean }): Promise<T> => {
+    // The Cancel button of a cancellable notification is `cancel()`.
+    const listeners: (() => void)[] = [];
+    const token = { isCancellationRequested: false, onCancellationRequested: (listener: () => void) => { listeners.push(listener); return { dispose: () => undefined }; } };
+    const cancel = () => { if (!token.isCancellationRequested) { token.isCancellationRequested = true; for (const l of listeners) l(); } };
+    const entry = { title, messages: [] as string[], done: false, cancellable: options?.cancellable ?? false, cancel };
     this.progress.push(entry);
     try {
-      return await task((m) => { entry.messages.push(m); this.changed(); });
+      return await task((m) => { entry.messages.push(m); this.changed(); }, token);
     } finally {
       entry.done = true;
       this.changed();
@@ -220,7 +225,9 @@ export class FakeHost implements Host {
       dispose: () => { panel.disposed = true; hooks.onDispose(); this.changed(); },
     };
   };
-  openExternal = (url: string) => { this.opened.push(url); };
+  /** What `openExternal` answers (false: the browser could not be asked). */
+  browserOpens = true;
+  openExternal = async (url: string) => { this.opened.push(url); this.changed(); return this.browserOpens; };
   openFile = async (path: string) => { this.opened.push(path); };
   selection = (): Excerpt | undefined => undefined;
   file = async (): Promise<Excerpt | undefined> => undefined;

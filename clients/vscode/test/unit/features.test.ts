@@ -146,14 +146,15 @@ describe("sessions tree with coordinators", () => {
 
 describe("daemon revisions", () => {
   it("turn on what each revision added", () => {
-    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, policies: false, watches: false, compaction: false, approvalModes: false, checkpoints: false, editor: false, composer: false });
-    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, policies: false, watches: true, compaction: false, approvalModes: false, checkpoints: false, editor: false, composer: false });
+    expect(daemonFeatures({})).toEqual({ perCallDecisions: false, editReview: false, editArguments: false, policies: false, watches: false, compaction: false, approvalModes: false, checkpoints: false, editor: false, composer: false, mcpLogin: false });
+    expect(daemonFeatures({ protocolRevision: "1.3" })).toEqual({ perCallDecisions: true, editReview: true, editArguments: false, policies: false, watches: true, compaction: false, approvalModes: false, checkpoints: false, editor: false, composer: false, mcpLogin: false });
     expect(daemonFeatures({ protocolRevision: "1.4" }).compaction).toBe(true);
     expect(daemonFeatures({ protocolRevision: "1.5" })).toMatchObject({ editArguments: true, policies: true });
     expect(daemonFeatures({ protocolRevision: "1.9" })).toMatchObject({ approvalModes: true, checkpoints: false });
     expect(daemonFeatures({ protocolRevision: "1.10" })).toMatchObject({ approvalModes: true, checkpoints: true, editor: false });
     expect(daemonFeatures({ protocolRevision: "1.12" })).toMatchObject({ checkpoints: true, editor: true, composer: false });
-    expect(daemonFeatures({ protocolRevision: "1.13" })).toMatchObject({ editor: true, composer: true });
+    expect(daemonFeatures({ protocolRevision: "1.13" })).toMatchObject({ editor: true, composer: true, mcpLogin: false });
+    expect(daemonFeatures({ protocolRevision: "1.14" })).toMatchObject({ composer: true, mcpLogin: true });
     expect(daemonFeatures({ protocolRevision: "2.0" }).policies).toBe(true);
   });
 });
