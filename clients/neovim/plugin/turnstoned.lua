@@ -24,7 +24,7 @@ end, {
     return api().complete(lead, line)
   end,
   desc = 'turnstoned: open the chat; with text, send it; with a range, send those lines; '
-    .. 'mode, model, commands, image, paste-image, changes, undo, redo, rerun, mcp [login|logout]',
+    .. 'mode, model, commands, image, paste-image, changes, undo, redo, rerun, restart, mcp [login|logout]',
 })
 command('TurnstonedInterrupt', function()
   api().interrupt()

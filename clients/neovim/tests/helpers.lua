@@ -168,6 +168,8 @@ function H.configure(model, extra)
   vim.fn.mkdir(H.workspace, 'p')
   vim.g.turnstoned = vim.tbl_extend('force', {
     cmd = { H.daemon },
+    -- A daemon of each spec's own: shared_spec covers the resident daemon shared by default.
+    share_daemon = false,
     cwd = H.workspace,
     env = {
       TURNSTONED_HOME = home,

@@ -33,6 +33,7 @@ local open_requests = {}
 local id_unknown_told = false
 local exit_listeners = {} ---@type fun(code: integer)[]
 local generation = 0
+local shared = false -- the connection goes to the resident daemon (through `turnstoned attach`)
 
 --- Call `fn(params)` for every `method` notification from the daemon.
 ---@param method string
@@ -196,10 +197,13 @@ local function notification(method, params)
   emit(method, params or {})
 end
 
+local spawn ---@type fun(cmd: string[], fallback?: string[])
+
 ---@param gen integer
 ---@param code integer
 ---@param signal integer
-local function on_exit(gen, code, signal)
+---@param fallback? string[] the daemon's own command, when this was the shared daemon's bridge
+local function on_exit(gen, code, signal, fallback)
   vim.schedule(function()
     if gen ~= generation then
       return
@@ -210,11 +214,66 @@ local function on_exit(gen, code, signal)
     start_error = code ~= 0 and ('the daemon exited with code %d (signal %d)'):format(code, signal)
       or nil
     log.write(code == 0 and 'info' or 'error', 'daemon exited: code %d, signal %d', code, signal)
+    if was == 'starting' and fallback then
+      log.warn('the shared daemon did not answer (turnstoned attach exited with code %d): '
+        .. 'starting a daemon of this editor\'s own', code)
+      return spawn(fallback)
+    end
     if was == 'starting' then
       settle(start_error or 'the daemon exited during start')
     end
     for _, fn in ipairs(exit_listeners) do
       pcall(fn, code)
+    end
+  end)
+end
+
+--- The model this editor's settings name: `env` in the options, else Neovim's environment
+--- (what a daemon the bridge starts would read). Nil fields: not set here.
+---@return string? model, string? url
+function M.wanted_model()
+  local env = require('turnstoned.config').get().env
+  local function read(name)
+    local v = env[name] or vim.env[name]
+    return v ~= '' and v or nil
+  end
+  return read('TURNSTONED_MODEL'), read('OPENAI_BASE_URL')
+end
+
+--- What to say when the shared daemon uses another model or server than this editor's
+--- settings name (it keeps the environment of whoever started it), or nil when they agree.
+---@param health table `daemon/health`'s answer
+---@param model? string the model these settings name, nil when they name none
+---@param url? string the server's URL these settings name
+---@return string?
+function M.mismatch(health, model, url)
+  if not health.resident or type(health.model) ~= 'string' then
+    return nil
+  end
+  local theirs = type(health.modelUrl) == 'string' and health.modelUrl or nil
+  local function same(a, b)
+    return (a or ''):gsub('/+$', '') == (b or ''):gsub('/+$', '')
+  end
+  if (not model or model == health.model) and (not url or same(url, theirs)) then
+    return nil
+  end
+  return ('the shared daemon uses %s at %s, but your settings say %s at %s (it was started '
+    .. 'with other settings): :Turnstoned restart stops it and starts one with yours, or set '
+    .. 'share_daemon = false'):format(health.model, theirs or 'OpenAI', model or health.model,
+      url or theirs or 'OpenAI')
+end
+
+--- Once the shared daemon answers: say so if it uses another model than these settings.
+local function check_shared()
+  local model, url = M.wanted_model()
+  if not model and not url then
+    return
+  end
+  M.request(methods.daemon_health, vim.empty_dict(), function(err, health)
+    local said = not err and health and M.mismatch(health, model, url)
+    if said then
+      log.warn('%s', said)
+      vim.notify('turnstoned: ' .. said, vim.log.levels.WARN)
     end
   end)
 end
@@ -254,21 +313,37 @@ function M.start(cb)
     end
     return
   end
+  local attach = require('turnstoned.install').shared(daemon.cmd, config.share_daemon)
+  log.info('the daemon: %s (%s)%s', table.concat(daemon.cmd, ' '), daemon.from,
+    attach and ', shared' or '')
+  spawn(attach or daemon.cmd, attach and daemon.cmd or nil)
+end
+
+--- Start `cmd` and run `initialize`; with `fallback` (the daemon's own command) `cmd` is the
+--- shared daemon's bridge, and `fallback` starts instead if the bridge does not answer.
+---@param cmd string[]
+---@param fallback? string[]
+spawn = function(cmd, fallback)
+  local config = require('turnstoned.config').get()
   generation = generation + 1
   local gen = generation
-  state, start_error = 'starting', nil
-  log.info('starting the daemon: %s (%s)', table.concat(daemon.cmd, ' '), daemon.from)
-  local ok, client = pcall(vim.lsp.rpc.start, daemon.cmd, {
+  state, start_error, shared = 'starting', nil, fallback ~= nil
+  log.info('starting the daemon: %s', table.concat(cmd, ' '))
+  local ok, client = pcall(vim.lsp.rpc.start, cmd, {
     notification = notification,
     server_request = server_request,
     on_error = function(code, err)
       log.error('rpc error %s: %s', vim.lsp.rpc.client_errors[code] or code, vim.inspect(err))
     end,
     on_exit = function(code, signal)
-      on_exit(gen, code, signal)
+      on_exit(gen, code, signal, fallback)
     end,
   }, { env = config.env })
   if not ok then
+    if fallback then
+      log.warn('cannot start the shared daemon (%s): starting a daemon of this editor\'s own', tostring(client))
+      return spawn(fallback)
+    end
     state, start_error = 'failed', tostring(client)
     log.error('cannot start the daemon: %s', start_error)
     return settle(start_error)
@@ -287,12 +362,20 @@ function M.start(cb)
     if gen ~= generation then
       return
     end
+    if (err or not result) and fallback then
+      log.warn('the shared daemon did not initialize (%s): starting a daemon of this editor\'s own', vim.inspect(err))
+      client.terminate()
+      return spawn(fallback)
+    end
     if err or not result then
       state, start_error = 'failed', 'initialize failed: ' .. vim.inspect(err)
       log.error('%s', start_error)
       return settle(start_error)
     end
     initialized(result)
+    if fallback then
+      check_shared()
+    end
   end)
 end
 
@@ -410,6 +493,12 @@ end
 function M.has_revision(wanted)
   local have = revision()
   return have ~= nil and vim.version.ge(have, wanted)
+end
+
+--- Whether the connection goes to the resident daemon that other clients share.
+---@return boolean
+function M.shared()
+  return shared
 end
 
 --- `shutdown` then `exit`, waiting at most `timeout_ms` for the first.

@@ -19,6 +19,7 @@ local M = {}
 
 ---@class turnstoned.Config
 ---@field cmd string[]                  the daemon command
+---@field share_daemon boolean          a bare `turnstoned` command shares the resident daemon (`turnstoned attach`)
 ---@field env table<string,string>      extra environment for the daemon
 ---@field cwd? string                   working directory of new sessions (default: `getcwd()`)
 ---@field layout 'vertical'|'horizontal'|'float'|'tab'
@@ -36,6 +37,7 @@ local M = {}
 ---@type turnstoned.Config
 M.defaults = {
   cmd = { 'turnstoned' },
+  share_daemon = true,
   env = {},
   cwd = nil,
   layout = 'vertical',
@@ -102,6 +104,7 @@ local function validate(c)
     end
   end
   check('cmd', string_list(c.cmd), 'a non-empty list of strings')
+  check('share_daemon', type(c.share_daemon) == 'boolean', 'a boolean')
   check('env', type(c.env) == 'table', 'a table')
   check('cwd', c.cwd == nil or type(c.cwd) == 'string', 'a string')
   check('layout', LAYOUTS[c.layout] ~= nil, "'vertical', 'horizontal', 'float' or 'tab'")

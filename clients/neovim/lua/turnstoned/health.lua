@@ -66,7 +66,9 @@ local function check_start()
   end
   local info = client.info()
   local server = info.server_info or {}
-  health.ok(('daemon started: %s %s'):format(server.name or '?', server.version or '?'))
+  health.ok(('daemon started: %s %s, %s'):format(server.name or '?', server.version or '?',
+    client.shared() and 'the resident daemon this user\'s clients share (turnstoned attach)'
+      or 'a daemon of this Neovim\'s own'))
   local P = require('turnstoned.protocol')
   local ours = P.PROTOCOL_VERSION
   if info.protocol_version == ours then
@@ -88,6 +90,11 @@ end
 
 ---@param result turnstoned.DaemonHealthResult
 local function check_model(result)
+  local client = require('turnstoned.client')
+  local differs = client.mismatch(result, client.wanted_model())
+  if differs then
+    health.error(differs)
+  end
   if result.configError then
     health.error('configuration: ' .. result.configError)
   end

@@ -295,7 +295,7 @@ end
 
 --- The words after `:Turnstoned` that run a subcommand rather than being sent, and the
 --- function each runs.
-local SUBCOMMANDS = { 'changes', 'commands', 'image', 'mcp', 'mode', 'model', 'paste-image', 'redo', 'rerun', 'undo' }
+local SUBCOMMANDS = { 'changes', 'commands', 'image', 'mcp', 'mode', 'model', 'paste-image', 'redo', 'rerun', 'restart', 'undo' }
 local RUNS = { ['paste-image'] = 'paste_image' }
 --- What `:Turnstoned mcp` takes: an action, then a server's name.
 local MCP_ACTIONS = { login = 'mcp_login', logout = 'mcp_logout' }
@@ -354,6 +354,34 @@ end
 --- Stop the daemon (the next command starts it again).
 function M.stop()
   require('turnstoned.client').stop()
+end
+
+--- `:Turnstoned restart`: stop the daemon and start it again with the current settings. The
+--- shared daemon is stopped for every client (`turnstoned stop`): it keeps the settings of
+--- whoever started it, so this is how it takes yours.
+function M.restart()
+  local client = require('turnstoned.client')
+  local was_shared = client.shared() and client.info().state == 'ready'
+  client.stop()
+  local function start()
+    client.start(function(err)
+      if err then
+        vim.notify('turnstoned: the daemon did not start: ' .. err, vim.log.levels.ERROR)
+      else
+        vim.notify('turnstoned: the daemon restarted', vim.log.levels.INFO)
+      end
+    end)
+  end
+  local daemon = require('turnstoned.install').daemon()
+  if not was_shared or not daemon.found then
+    return start()
+  end
+  local env = require('turnstoned.config').get().env
+  vim.system({ daemon.cmd[1], 'stop' }, { env = env, text = true }, vim.schedule_wrap(function(out)
+    local log = require('turnstoned.log')
+    log.info('turnstoned stop: code %d %s', out.code, vim.trim((out.stdout or '') .. (out.stderr or '')))
+    start()
+  end))
 end
 
 --- `:Turnstoned [prompt]`, with a range: the selection too.

@@ -71,6 +71,18 @@ function M.daemon()
   return M.resolve(config.configured_cmd())
 end
 
+--- The command that shares this user's resident daemon (`turnstoned attach`), when `share`
+--- is on and `cmd` is the daemon alone: a command with arguments (a subcommand, or options a
+--- running daemon would not take) or another program (a wrapper script) starts as given.
+---@param cmd string[]
+---@param share boolean
+---@return string[]? attach
+function M.shared(cmd, share)
+  if share and #cmd == 1 and vim.fs.basename(cmd[1]) == 'turnstoned' then
+    return { cmd[1], 'attach' }
+  end
+end
+
 --- The one line said when the command cannot start.
 ---@param r turnstoned.Resolved
 ---@return string

@@ -91,7 +91,7 @@ H.test(':help turnstoned and every command has a help tag, with no :helptags run
         ':Turnstoned-image', ':Turnstoned-paste-image', 'turnstoned-prompt', 'turnstoned-mentions',
         'turnstoned-slash', 'turnstoned-pictures', 'turnstoned-models', 'turnstoned-live-plan',
         'turnstoned-keys', ':TurnstonedInstall', 'turnstoned-lazy', ':Turnstoned-mcp', ':Turnstoned-mcp-login',
-        ':Turnstoned-mcp-logout', 'turnstoned-mcp-login' }) do
+        ':Turnstoned-mcp-logout', 'turnstoned-mcp-login', ':Turnstoned-restart', 'turnstoned-attach' }) do
       found[tag] = pcall(vim.cmd, 'help ' .. vim.fn.escape(tag, ' '))
         and vim.fn.expand('%:t') == 'turnstoned.txt'
       pcall(vim.cmd, 'helpclose')

@@ -100,7 +100,7 @@ H.test(':Turnstoned mode sets the mode; modeChanged redraws the winbar and fires
   end)
   H.eq(#offered[1].labels, 4, 'the modes offered')
   H.eq(turnstoned.complete('', 'Turnstoned mode '), { 'read-only', 'auto', 'full-access', 'plan' }, 'completion')
-  H.eq(turnstoned.complete('re', 'Turnstoned re'), { 'redo', 'rerun' }, 'completion of subcommands')
+  H.eq(turnstoned.complete('re', 'Turnstoned re'), { 'redo', 'rerun', 'restart' }, 'completion of subcommands')
 end)
 
 H.test('a new session starts in the configured mode; a plan is asked as a plan and approving it moves to auto', function()

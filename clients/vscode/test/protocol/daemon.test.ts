@@ -200,7 +200,7 @@ describe("the client against the real daemon", () => {
       { text: "Wrote one, skipped the other." },
     ]);
     fs.writeFileSync(path.join(dir, "old.txt"), "one\ntwo\nthree\n");
-    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, policies: true, watches: true, compaction: true, approvalModes: true, checkpoints: true, editor: true, composer: true });
+    expect(daemonFeatures(await client.health())).toEqual({ perCallDecisions: true, editReview: true, editArguments: true, policies: true, watches: true, compaction: true, approvalModes: true, checkpoints: true, editor: true, composer: true, mcpLogin: true });
     const { sessionId } = await client.startSession({ cwd: dir, workspace: dir });
     const asked = nextApproval(broker);
     await client.startTurn(sessionId, "edit files");
