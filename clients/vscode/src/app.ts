@@ -8,7 +8,7 @@ import { API_KEY_SECRET, Daemon } from "./daemon";
 import { EditorServices } from "./editor";
 import type { Host, TreeNode } from "./host";
 import { manageGrants } from "./grants";
-import { describeChanges, mcpPickItems } from "./mcp";
+import { describeChanges, McpLogins, mcpPickItems } from "./mcp";
 import { managePolicies } from "./policies";
 import { PreviewController } from "./previews";
 import type { PreviewOpen, SessionInfo, SessionNotice } from "./protocol";
@@ -92,6 +92,7 @@ export function startApp(host: Host): App {
     if (client && !sessionId) void host.info(`Start or resume a chat first: ${what} belong to a chat's session.`);
     return client && sessionId ? { client, sessionId } : null;
   };
+  const logins = new McpLogins(host, () => having("mcpLogin", "MCP login", "1.14"));
   const review = new ReviewController(host, broker, readProposal, perCall);
   /** The editor chip, while the daemon takes the editor state (1.12): an older one is sent none. */
   const chip = () => (features()?.editor ? editor.chip() : null);
@@ -197,6 +198,7 @@ export function startApp(host: Host): App {
   daemon.onEvent((event) => {
     review.observe(event);
     if (event.method === "mcpServer/statusChanged") {
+      logins.observe(event.params);
       void daemon.refreshHealth();
       return;
     }
@@ -241,8 +243,11 @@ export function startApp(host: Host): App {
     "turnstoned.mcpServers": async () => {
       const client = await daemon.ready();
       if (!client) return;
-      const picked = await host.pick(mcpPickItems(await client.mcpServers()), { title: "MCP servers", placeHolder: "Pick a server to refresh it" });
+      const servers = await client.mcpServers();
+      logins.remember(servers);
+      const picked = await host.pick(mcpPickItems(servers), { title: "MCP servers", placeHolder: "Pick a server to refresh it (one that needs a login: to log in)" });
       if (!picked) return;
+      if (picked.kind === "login") return logins.login(picked.name);
       const result = await client.mcpRefresh(picked.kind === "server" ? picked.name : undefined);
       void host.info(`MCP: ${describeChanges(result.changes)}`);
       await daemon.refreshHealth();
@@ -253,6 +258,8 @@ export function startApp(host: Host): App {
       void host.info(`MCP: ${describeChanges((await client.mcpRefresh()).changes)}`);
       await daemon.refreshHealth();
     },
+    "turnstoned.mcpLogin": (name?: unknown) => logins.login(typeof name === "string" ? name : undefined),
+    "turnstoned.mcpLogout": (name?: unknown) => logins.logout(typeof name === "string" ? name : undefined),
     "turnstoned.mcpRevokeTrust": async () => {
       const client = await daemon.ready();
       const folder = host.activeFolder();

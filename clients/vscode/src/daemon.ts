@@ -8,7 +8,7 @@ import type { DaemonHandle, Host } from "./host";
 import { daemonLaunch, daemonStopped, missingDaemon, notInstalled, StderrTail, type Problem } from "./launch";
 import { FOUND_KEY, installDaemon, InstallError, locateDaemon, runProcess, type Found, type Runner } from "./locate";
 import { INITIALIZATION_OPTIONS, type EditorServices } from "./editor";
-import { askMcpTrust } from "./mcp";
+import { askMcpTrust, showLoginPage } from "./mcp";
 import { askPolicyTrust } from "./policies";
 import type { DaemonHealthResult } from "./protocol";
 
@@ -103,6 +103,8 @@ export class Daemon {
       client.setPolicyTrustHandler((params, token) => askPolicyTrust(this.host, params, token));
       // An MCP server's question while its tool runs: a form in the chat (or a notification).
       client.setElicitHandler((params, token) => this.elicitation.handle(params, token));
+      // An MCP server's login page (1.14): the browser, and its address to copy.
+      client.setAuthorizeHandler((params) => showLoginPage(this.host, params));
       // What the editor shows: diagnostics, open files, symbols, unsaved buffers (1.12).
       this.editor?.serve(client);
       client.onEvent((event) => {

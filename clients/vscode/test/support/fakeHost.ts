@@ -232,7 +232,9 @@ export class FakeHost implements Host {
   selection = (): Excerpt | undefined => undefined;
   file = async (): Promise<Excerpt | undefined> => undefined;
   insertAtCursor = async () => false;
-  copy = async () => undefined;
+  /** What was put on the clipboard, in order. */
+  copied: string[] = [];
+  copy = async (text: string) => { this.copied.push(text); this.changed(); };
   diff = async (left: string, right: string, title: string) => { this.diffs.push({ left, right, title }); this.activeDiff = right; this.changed(); };
   activeUri = () => this.activeDiff;
   closeEditorsOf = async (uri: string) => { this.closedEditors.push(uri); this.editedDocuments.delete(uri); if (this.activeDiff === uri) this.activeDiff = undefined; this.changed(); };

@@ -7,7 +7,7 @@ import { attachment, composePrompt } from "../../src/messages/attachments";
 import { errorHint } from "../../src/chat/hints";
 import { chatHtml, contentSecurityPolicy, makeNonce } from "../../src/messages/html";
 import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail } from "../../src/launch";
-import { describeChanges, mcpPickItems, mcpSummary, trustPrompt } from "../../src/mcp";
+import { describeChanges, loginCandidates, mcpPickItems, mcpSummary, trustPrompt } from "../../src/mcp";
 import { trustActions, trustDecision } from "../../src/trust";
 import { parseProposalUri, proposalUri } from "../../src/review";
 import { ago, sessionNodes } from "../../src/sessions";
@@ -136,6 +136,23 @@ describe("MCP", () => {
     expect(describeChanges([{ server: "fs", added: ["a", "b"], removed: ["c"] }, { server: "gh", error: "down" }, { server: "x" }])).toBe("fs: +2 (a, b), −1 (c); gh: down; x: unchanged");
     expect(mcpSummary({ servers: 3, connected: 2 })).toBe("MCP 2/3");
     expect(mcpSummary({})).toBe("");
+  });
+
+  it("a server that needs a login: its row says so and picking it logs in; login and logout offer the right servers", () => {
+    const servers = [
+      { name: "docs", status: "connected" as const, tools: 2, loggedIn: true, needsAuth: false },
+      { name: "off", status: "disabled" as const },
+      { name: "linear", status: "failed" as const, needsAuth: true, loggedIn: false, error: "asks for a login" },
+      { name: "repo", status: "untrusted" as const, needsAuth: true },
+    ];
+    const rows = mcpPickItems(servers);
+    expect(rows.slice(0, 3).map((r) => [r.label, r.description, r.value])).toEqual([
+      ["$(pass-filled) docs", "connected · logged in · 2 tools, 0 resources, 0 prompts", { kind: "server", name: "docs" }],
+      ["$(circle-slash) off", "disabled · 0 tools, 0 resources, 0 prompts", { kind: "server", name: "off" }],
+      ["$(key) linear", "failed · needs login · 0 tools, 0 resources, 0 prompts", { kind: "login", name: "linear" }],
+    ]);
+    expect(loginCandidates(servers, "login").map((s) => s.name)).toEqual(["linear", "docs"]);
+    expect(loginCandidates(servers, "logout").map((s) => s.name)).toEqual(["docs"]);
   });
 });
 
