@@ -4,7 +4,7 @@ import { attachment } from "./messages/attachments";
 import { ChatController } from "./chat";
 import { daemonFeatures, type DaemonFeatures } from "./client";
 import { rpcError } from "./connection";
-import { API_KEY_SECRET, Daemon } from "./daemon";
+import { API_KEY_SECRET, Daemon, RESTART_SHARED } from "./daemon";
 import { EditorServices } from "./editor";
 import type { Host, TreeNode } from "./host";
 import { manageGrants } from "./grants";
@@ -219,13 +219,16 @@ export function startApp(host: Host): App {
     "turnstoned.openChat": () => chat.reveal(),
     "turnstoned.interrupt": () => chat.interrupt(),
     "turnstoned.restart": () => daemon.restart(),
+    "turnstoned.restartShared": () => daemon.restartShared(),
     "turnstoned.installDaemon": () => daemon.install(),
     "turnstoned.showOutput": () => host.showOutput(),
     "turnstoned.setApiKey": async () => {
       const key = await host.input({ prompt: "API key of the model server (kept in VS Code's secret storage)", password: true });
       if (key === undefined) return;
       await host.storeSecret(API_KEY_SECRET, key.trim() || undefined);
-      if ((await host.info("API key saved. Restart the daemon to use it?", "Restart")) === "Restart") await daemon.restart();
+      // The shared daemon keeps the key it started with: only a new one takes this key.
+      const restart = daemon.shared ? RESTART_SHARED : "Restart";
+      if ((await host.info(`API key saved. ${daemon.shared ? "Restart the shared daemon (for every client)" : "Restart the daemon"} to use it?`, restart)) === restart) await (daemon.shared ? daemon.restartShared() : daemon.restart());
     },
     "turnstoned.clearApiKey": async () => {
       await host.storeSecret(API_KEY_SECRET, undefined);
@@ -320,7 +323,8 @@ export function startApp(host: Host): App {
     "turnstoned.statusMenu": async () => {
       const actions: Record<string, string> = {
         "Show Output (protocol trace)": "turnstoned.showOutput",
-        "Restart the Daemon": "turnstoned.restart",
+        // Reconnecting to the shared daemon changes nothing of its settings: stopping it does.
+        ...(daemon.shared ? { "Restart the Shared Daemon (for every client)": "turnstoned.restartShared" } : { "Restart the Daemon": "turnstoned.restart" }),
         "MCP Servers": "turnstoned.mcpServers",
         "Compact Conversation": "turnstoned.compact",
         "Watches": "turnstoned.watches",

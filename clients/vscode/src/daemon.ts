@@ -5,7 +5,7 @@ import type { DaemonEvent } from "./protocol";
 import { ElicitBroker } from "./elicit";
 import { Emitter } from "./events";
 import type { DaemonHandle, Host } from "./host";
-import { daemonLaunch, daemonStopped, missingDaemon, notInstalled, StderrTail, type Problem } from "./launch";
+import { daemonLaunch, daemonStopped, missingDaemon, notInstalled, sharedMismatch, sharesDaemon, StderrTail, type Launch, type Problem } from "./launch";
 import { FOUND_KEY, installDaemon, InstallError, locateDaemon, runProcess, type Found, type Runner } from "./locate";
 import { INITIALIZATION_OPTIONS, type EditorServices } from "./editor";
 import { askMcpTrust, showLoginPage } from "./mcp";
@@ -30,6 +30,8 @@ export interface DaemonOptions {
 
 /** The offer's action when no daemon is found. */
 export const INSTALL_ACTION = "Install turnstoned";
+/** The fix offered when the shared daemon runs with other settings. */
+export const RESTART_SHARED = "Restart the Shared Daemon";
 
 export class Daemon {
   private launched = "turnstoned";
@@ -38,6 +40,8 @@ export class Daemon {
   private current: TurnstonedClient | null = null;
   private stopping = false;
   private superseded = false;
+  /** The connection goes to the resident daemon other clients share (through `attach`). */
+  shared = false;
   private generation = 0;
   private readonly tail = new StderrTail();
   private readonly states = new Emitter<DaemonState>();
@@ -87,37 +91,22 @@ export class Daemon {
     if (!found) return settings.command ? this.fail(missingDaemon(settings.command)) : this.offerInstall();
     // A configured command always wins; a found one is remembered, so the next start looks no further.
     if (found.via !== "setting") await this.host.setGlobalMemento(FOUND_KEY, found);
-    this.launched = [found.command, ...found.args].join(" ");
-    this.host.log(`daemon: ${this.launched}${found.via === "setting" ? "" : ` (found: ${found.via})`}`);
-    this.tail.clear();
-    this.stopping = false;
-    try {
-      this.handle = await this.host.startDaemon({ ...launch, command: found.command, args: [...found.args, ...launch.args] }, cwd, {
-        onStderr: (chunk) => this.tail.push(chunk),
-        onExit: (code, signal) => this.exited(generation, code, signal),
-      }, INITIALIZATION_OPTIONS);
-      const client = new TurnstonedClient(this.handle.connection);
-      client.setApprovalHandler((params, token) => this.broker.handle(params, token));
-      // A project's .mcp.json or policies file asks for trust: a modal with exactly what it holds.
-      client.setTrustHandler((params, token) => askMcpTrust(this.host, params, token));
-      client.setPolicyTrustHandler((params, token) => askPolicyTrust(this.host, params, token));
-      // An MCP server's question while its tool runs: a form in the chat (or a notification).
-      client.setElicitHandler((params, token) => this.elicitation.handle(params, token));
-      // An MCP server's login page (1.14): the browser, and its address to copy.
-      client.setAuthorizeHandler((params) => showLoginPage(this.host, params));
-      // What the editor shows: diagnostics, open files, symbols, unsaved buffers (1.12).
-      this.editor?.serve(client);
-      client.onEvent((event) => {
-        if (event.method === "approval/resolved") this.broker.resolved(event.params);
-        // A question that outlived its turn has no call left to answer.
-        if (event.method === "turn/completed") this.elicitation.withdrawAll(event.params.sessionId);
-        this.events.fire(event);
+    if (sharesDaemon(settings, found)) {
+      // The resident daemon, through `attach`: a daemon that does not answer so (an older one,
+      // a broken socket) is not an error, this window starts one of its own instead.
+      const client = await this.connect(generation, found, launch, ["attach"], cwd, true).catch((err: unknown) => {
+        this.host.log(`the shared daemon did not answer (${err instanceof Error ? err.message : String(err)}): starting a daemon of this window's own`);
+        return null;
       });
-      const health = await client.health();
-      this.current = client;
-      this.setState({ state: "ready", health });
-      this.host.log(`daemon ready: turnstoned ${health.version}, protocol ${health.protocolVersion}, model ${health.model ?? "(none)"}`);
-      return client;
+      if (generation !== this.generation) return null;
+      if (client) {
+        this.checkShared(client, found, launch.env);
+        return client;
+      }
+      await this.stopHandle();
+    }
+    try {
+      return await this.connect(generation, found, launch, launch.args, cwd, false);
     } catch (err) {
       if (generation !== this.generation) return null;
       const reason = err instanceof Error ? err.message : String(err);
@@ -126,6 +115,74 @@ export class Daemon {
       if (found.via !== "setting") await this.host.setGlobalMemento(FOUND_KEY, undefined);
       return this.fail(daemonStopped(this.launched, {}, this.tail.text() || reason));
     }
+  }
+
+  /**
+   * Start `found` with `args` and initialize it; throws when it does not come up. A shared
+   * attempt's exit before it is ready is the caller's to handle (it falls back).
+   */
+  private async connect(generation: number, found: Found, launch: Launch, args: string[], cwd: string | undefined, shared: boolean): Promise<TurnstonedClient> {
+    this.launched = [found.command, ...found.args, ...args].join(" ");
+    this.host.log(`daemon: ${this.launched}${found.via === "setting" ? "" : ` (found: ${found.via})`}`);
+    this.tail.clear();
+    this.stopping = false;
+    let up = false;
+    this.handle = await this.host.startDaemon({ ...launch, command: found.command, args: [...found.args, ...args] }, cwd, {
+      onStderr: (chunk) => this.tail.push(chunk),
+      onExit: (code, signal) => {
+        if (shared && !up) return;
+        this.exited(generation, code, signal);
+      },
+    }, INITIALIZATION_OPTIONS);
+    const client = new TurnstonedClient(this.handle.connection);
+    client.setApprovalHandler((params, token) => this.broker.handle(params, token));
+    // A project's .mcp.json or policies file asks for trust: a modal with exactly what it holds.
+    client.setTrustHandler((params, token) => askMcpTrust(this.host, params, token));
+    client.setPolicyTrustHandler((params, token) => askPolicyTrust(this.host, params, token));
+    // An MCP server's question while its tool runs: a form in the chat (or a notification).
+    client.setElicitHandler((params, token) => this.elicitation.handle(params, token));
+    // An MCP server's login page (1.14): the browser, and its address to copy.
+    client.setAuthorizeHandler((params) => showLoginPage(this.host, params));
+    // What the editor shows: diagnostics, open files, symbols, unsaved buffers (1.12).
+    this.editor?.serve(client);
+    client.onEvent((event) => {
+      if (event.method === "approval/resolved") this.broker.resolved(event.params);
+      // A question that outlived its turn has no call left to answer.
+      if (event.method === "turn/completed") this.elicitation.withdrawAll(event.params.sessionId);
+      this.events.fire(event);
+    });
+    const health = await client.health();
+    up = true;
+    this.current = client;
+    this.shared = shared;
+    this.setState({ state: "ready", health });
+    this.host.log(`daemon ready: turnstoned ${health.version}, protocol ${health.protocolVersion}, model ${health.model ?? "(none)"}${shared ? ", shared" : ""}`);
+    return client;
+  }
+
+  /** The shared daemon runs with other settings than this window's: say so, offer the fix. */
+  private checkShared(client: TurnstonedClient, found: Found, env: Record<string, string>): void {
+    const health = this.status.state === "ready" ? this.status.health : null;
+    const said = health && sharedMismatch(health, env);
+    if (!said) return;
+    this.host.log(said);
+    void this.host.warn(said, RESTART_SHARED, "Open Settings").then(async (choice) => {
+      if (choice === "Open Settings") this.host.openSettings("turnstoned.shareDaemon");
+      // The answer may come after a restart already replaced that daemon.
+      if (choice === RESTART_SHARED && this.current === client) await this.restartShared(found);
+    });
+  }
+
+  /**
+   * Stop the shared daemon for every client (`turnstoned stop`: it keeps the settings of whoever
+   * started it) and start it again with this window's.
+   */
+  async restartShared(found?: Found): Promise<TurnstonedClient | null> {
+    const daemon = found ?? this.host.globalMemento<Found>(FOUND_KEY) ?? { command: this.host.settings().command || "turnstoned", args: [], via: "setting" };
+    await this.stop();
+    const result = await (this.options.run ?? runProcess)(daemon.command, [...daemon.args, "stop"], undefined, 30_000);
+    this.host.log(`turnstoned stop: exit ${result.code ?? "?"} ${result.output.trim()}`);
+    return this.ready();
   }
 
   private fail(problem: Problem): null {

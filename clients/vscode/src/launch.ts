@@ -1,6 +1,7 @@
 /** How the daemon is started, and what to tell the user when it cannot be. */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type { DaemonHealthResult } from "./protocol";
 import type { Settings } from "./settings";
 
 export interface Launch {
@@ -24,6 +25,32 @@ export function daemonLaunch(settings: Settings, apiKey: string | undefined, bas
   if (settings.model) env.TURNSTONED_MODEL = settings.model;
   if (apiKey) env[API_KEY_ENV] = apiKey;
   return { command: settings.command, args: [...settings.args], env };
+}
+
+/**
+ * Whether to reach the user's resident daemon (`<daemon> attach`) rather than start one of this
+ * window's own: `turnstoned.shareDaemon` is on, `turnstoned.args` is empty (arguments are for a
+ * daemon started as given) and the command is turnstoned itself (found, or configured by that
+ * name: another program, a wrapper script, is started as it is).
+ */
+export function sharesDaemon(settings: Settings, found: { command: string; via: string }): boolean {
+  if (!settings.shareDaemon || settings.args.length) return false;
+  return found.via !== "setting" || path.basename(found.command) === "turnstoned";
+}
+
+/**
+ * What to say when the shared daemon uses another model or server than this window would start
+ * it with (it keeps the environment of whoever started it), or null when they agree. `env` is
+ * the launch environment: the settings' model and base URL, else what VS Code's environment has.
+ */
+export function sharedMismatch(health: DaemonHealthResult, env: Record<string, string>): string | null {
+  if (!health.resident || typeof health.model !== "string") return null;
+  const model = env.TURNSTONED_MODEL || null;
+  const url = env.OPENAI_BASE_URL || null;
+  const theirs = health.modelUrl ?? null;
+  const trim = (u: string | null) => (u ?? "").replace(/\/+$/, "");
+  if ((!model || model === health.model) && (!url || trim(url) === trim(theirs))) return null;
+  return `The shared turnstoned daemon uses ${health.model} at ${theirs ?? "OpenAI"}, but your settings say ${model ?? health.model} at ${url ?? theirs ?? "OpenAI"} (it was started with other settings).`;
 }
 
 function isExecutable(file: string): boolean {

@@ -8,8 +8,10 @@ export type LogLevel = "DEBUG" | "INFO" | "WARNING" | "ERROR";
 export interface Settings {
   /** The daemon program: a name on PATH or an absolute path; "" finds (or installs) it. */
   command: string;
-  /** Its arguments; `["attach"]` bridges to the user's resident daemon (`turnstoned serve`). */
+  /** Its arguments; with any, the daemon starts as given (never shared). */
   args: string[];
+  /** Reach the user's resident daemon through `turnstoned attach` (a bare turnstoned command only). */
+  shareDaemon: boolean;
   /** Model for new chats; "" leaves it to the daemon. */
   model: string;
   /** OpenAI-compatible base URL; "" leaves it to the daemon's config or environment. */
@@ -26,7 +28,7 @@ const SECTION = "turnstoned";
 const LOG_LEVELS: readonly LogLevel[] = ["DEBUG", "INFO", "WARNING", "ERROR"];
 
 /** Settings whose change needs a daemon restart to take effect. */
-export const RESTART_KEYS: readonly (keyof Settings)[] = ["command", "args", "model", "baseUrl", "logLevel"];
+export const RESTART_KEYS: readonly (keyof Settings)[] = ["command", "args", "shareDaemon", "model", "baseUrl", "logLevel"];
 
 type Properties = Record<string, { default?: unknown }>;
 
@@ -51,9 +53,11 @@ export function readSettings(get: (key: string) => unknown): Settings {
   const skip = get("skipPermissions");
   const mode = get("approvalMode");
   const editor = get("editorContext");
+  const share = get("shareDaemon");
   return {
     command: str(get("command"), "command"),
     args: Array.isArray(args) ? args.filter((a): a is string => typeof a === "string") : [],
+    shareDaemon: typeof share === "boolean" ? share : manifestDefault("shareDaemon") !== false,
     model: str(get("model"), "model"),
     baseUrl: str(get("baseUrl"), "baseUrl"),
     logLevel: LOG_LEVELS.includes(level as LogLevel) ? (level as LogLevel) : (manifestDefault("logLevel") as LogLevel),

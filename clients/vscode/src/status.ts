@@ -33,7 +33,7 @@ export function statusView(state: DaemonState, context: ContextFill | null = nul
       if (mcp) parts.push(mcp);
       if (context && context.window > 0) parts.push(`ctx ${Math.round((100 * context.tokens) / context.window)}%`);
       const tooltip = [
-        `turnstoned ${h.version} (protocol ${h.protocolVersion})`,
+        `turnstoned ${h.version} (protocol ${h.protocolVersion})${h.resident ? ", the resident daemon this user's clients share" : ""}`,
         `model: ${model ?? h.model ?? "none configured"}${model && h.model && model !== h.model ? ` (the daemon's default: ${h.model})` : ""}`,
         h.configError ? `config error: ${h.configError}` : "",
         `MCP: ${h.mcp.connected ?? 0} of ${h.mcp.servers ?? 0} servers connected, ${h.mcp.tools ?? 0} tools`,

@@ -194,7 +194,8 @@ H.test(':TurnstonedInstall installs from the repository into stdpath("data"), th
   local logged = table.concat(require('turnstoned.log').lines(), '\n')
   H.ok(logged:find('install pip:', 1, true), "pip's output is in the plugin log")
 
-  with_config(nil, function()
+  -- Not shared: a resident daemon would outlive this spec, outside its TURNSTONED_HOME.
+  with_config({ share_daemon = false }, function()
     local r = install.daemon()
     H.eq({ r.from, r.cmd }, { 'venv', { daemon } }, 'the plugin picks the installed daemon')
     local client = require('turnstoned.client')

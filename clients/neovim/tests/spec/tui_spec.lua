@@ -73,6 +73,8 @@ end
 
 H.cleanup = function()
   pcall(quit)
+  -- With no configuration the plugin shares the resident daemon, which outlives the editor.
+  vim.system({ H.daemon, 'stop' }, { env = { TURNSTONED_HOME = home } }):wait(15000)
   vim.fn.writefile(vim.split(table.concat(shots, '\n'), '\n'), H.artifacts .. '/tui-session.txt')
   model.stop()
 end

@@ -249,7 +249,7 @@ describe("the client against the real daemon", () => {
     const opened = (await log.wait("preview/open")).params;
     expect([opened.kind, opened.size]).toEqual(["text", Buffer.byteLength(body)]);
     const reads: number[] = [];
-    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true }, { name: "w", path: dir });
+    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: false }, { name: "w", path: dir });
     const previews = new PreviewController(host, (s, p, offset, length) => { reads.push(offset); return client.readPreview(s, p, offset, length); }, 64 * 1024);
     await previews.opened(opened);
     await host.until("the last range", () => host.panels[0]?.posted.some((m) => m.type === "chunk" && m.eof) ?? false);

@@ -42,7 +42,7 @@ export function appTests(): AppTest {
 }
 
 export function settings(over: Partial<Settings> = {}): Settings {
-  return { command: DAEMON, args: [], model: "scripted", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, ...over };
+  return { command: DAEMON, args: [], model: "scripted", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: false, ...over };
 }
 
 export async function withModel(t: AppTest, replies: unknown[], extra: Record<string, unknown> = {}): Promise<ModelServer> {

@@ -28,7 +28,7 @@ describe("the editor state", () => {
   });
 
   it("the state of a prompt has the active file's diagnostics; the setting off sends none", () => {
-    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true }, { name: "w", path: "/w" });
+    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: false }, { name: "w", path: "/w" });
     const editor = new EditorServices(host);
     expect(editor.state()).toBeNull();
     host.fileDocuments.set("/w/a.py", { text: "x\n", dirty: true, languageId: "python" });

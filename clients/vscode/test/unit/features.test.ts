@@ -65,7 +65,7 @@ describe("PreviewController", () => {
     const data = content.subarray(offset, offset + length);
     return { previewId, kind: "text", title: "digits", source: "/w/d.txt", contentType: "text/plain", size: content.length, offset, data: data.toString("base64"), eof: offset + data.length >= content.length };
   };
-  const host = () => new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true }, { name: "w", path: "/w" });
+  const host = () => new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: false }, { name: "w", path: "/w" });
 
   it("reads a preview in ranges into one panel; showing it again brings that panel forward", async () => {
     reads.length = 0;

@@ -6,18 +6,19 @@ import manifest from "../../package.json";
 import { attachment, composePrompt } from "../../src/messages/attachments";
 import { errorHint } from "../../src/chat/hints";
 import { chatHtml, contentSecurityPolicy, makeNonce } from "../../src/messages/html";
-import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, StderrTail } from "../../src/launch";
+import { daemonLaunch, daemonStopped, missingDaemon, resolveCommand, sharedMismatch, sharesDaemon, StderrTail } from "../../src/launch";
 import { describeChanges, loginCandidates, mcpPickItems, mcpSummary, trustPrompt } from "../../src/mcp";
 import { trustActions, trustDecision } from "../../src/trust";
 import { parseProposalUri, proposalUri } from "../../src/review";
 import { ago, sessionNodes } from "../../src/sessions";
 import { readSettings } from "../../src/settings";
 import { statusView } from "../../src/status";
+import type { DaemonHealthResult } from "../../src/protocol";
 
 describe("settings", () => {
   it("reads typed values and falls back to package.json's defaults on wrong types", () => {
     const values: Record<string, unknown> = { command: " /opt/t/bin/turnstoned ", args: ["--x", 3], model: "qwen", logLevel: "LOUD", skipPermissions: "yes" };
-    expect(readSettings((k) => values[k])).toEqual({ command: "/opt/t/bin/turnstoned", args: ["--x"], model: "qwen", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true });
+    expect(readSettings((k) => values[k])).toEqual({ command: "/opt/t/bin/turnstoned", args: ["--x"], model: "qwen", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: true });
     expect(readSettings((k) => ({ approvalMode: "plan" } as Record<string, unknown>)[k]).approvalMode).toBe("plan");
     expect(readSettings((k) => ({ approvalMode: "default" } as Record<string, unknown>)[k]).approvalMode).toBeNull();
     const props = manifest.contributes.configuration.properties;
@@ -30,7 +31,7 @@ describe("settings", () => {
     // A cloned repository's .vscode/settings.json must not set these (VS Code applies
     // machine-scoped settings from user and remote settings only); untrusted windows restrict them too.
     const props = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
-    const guarded = ["turnstoned.command", "turnstoned.args", "turnstoned.baseUrl", "turnstoned.skipPermissions", "turnstoned.approvalMode"];
+    const guarded = ["turnstoned.command", "turnstoned.args", "turnstoned.shareDaemon", "turnstoned.baseUrl", "turnstoned.skipPermissions", "turnstoned.approvalMode"];
     expect(guarded.map((k) => props[k]?.scope)).toEqual(guarded.map(() => "machine"));
     expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toEqual(guarded);
   });
@@ -49,6 +50,28 @@ describe("launch", () => {
     expect([launch.command, ...launch.args].join(" ")).not.toContain("sk-secret");
     expect(launch.args).toEqual(["--tool-search", "on"]);
     expect(daemonLaunch(readSettings(() => undefined), undefined, {}).env).toEqual({ TURNSTONED_LOG: "INFO" });
+  });
+
+  it("shares the resident daemon only for turnstoned itself without arguments", () => {
+    const bare = readSettings(() => undefined);
+    expect(bare.shareDaemon).toBe(true);
+    expect(sharesDaemon(bare, { command: "/usr/bin/turnstoned", via: "path" })).toBe(true);
+    expect(sharesDaemon(bare, { command: "/usr/bin/python3", via: "python" })).toBe(true);
+    expect(sharesDaemon(bare, { command: "/opt/t/bin/turnstoned", via: "setting" })).toBe(true);
+    expect(sharesDaemon(bare, { command: "/home/u/bin/wrapper.sh", via: "setting" })).toBe(false);
+    expect(sharesDaemon(settings, { command: "/usr/bin/turnstoned", via: "path" })).toBe(false);
+    expect(sharesDaemon({ ...bare, shareDaemon: false }, { command: "/usr/bin/turnstoned", via: "path" })).toBe(false);
+  });
+
+  it("says when the shared daemon runs with another model or server than these settings", () => {
+    const health = { resident: true, model: "qwen", modelUrl: "http://127.0.0.1:8080/v1" } as DaemonHealthResult;
+    expect(sharedMismatch(health, {})).toBeNull();
+    expect(sharedMismatch(health, { TURNSTONED_MODEL: "qwen", OPENAI_BASE_URL: "http://127.0.0.1:8080/v1/" })).toBeNull();
+    expect(sharedMismatch({ ...health, resident: false }, { TURNSTONED_MODEL: "other" })).toBeNull();
+    expect(sharedMismatch(health, { OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" })).toBe(
+      "The shared turnstoned daemon uses qwen at http://127.0.0.1:8080/v1, but your settings say qwen at http://127.0.0.1:11434/v1 (it was started with other settings).");
+    expect(sharedMismatch({ ...health, modelUrl: null }, { TURNSTONED_MODEL: "gpt-x" })).toBe(
+      "The shared turnstoned daemon uses qwen at OpenAI, but your settings say gpt-x at OpenAI (it was started with other settings).");
   });
 
   it("finds the daemon on PATH or by path, and says how to install it when missing", () => {

@@ -36,7 +36,7 @@ describe("the trust modal of a workspace's policies file", () => {
   });
 
   it("a question withdrawn before it is shown is not shown; one withdrawn while open is logged", async () => {
-    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true }, { name: "w", path: "/w" });
+    const host = new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: false }, { name: "w", path: "/w" });
     const prompt = policyTrustPrompt({ configPath: FILE, hash: "abc", policies: RULES });
     const withdrawn: CancelToken = { isCancellationRequested: true, onCancellationRequested: () => undefined };
     expect(await askTrust(host, "policies", prompt, withdrawn)).toEqual({ decision: "dismiss" });

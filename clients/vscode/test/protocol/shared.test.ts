@@ -1,0 +1,91 @@
+/**
+ * The resident daemon, shared by default: a bare turnstoned command reaches it through
+ * `turnstoned attach` (two windows, one daemon), a daemon running with other settings is said
+ * with the fix offered, and a daemon that does not take `attach` is started on its own. Each
+ * test has its own TURNSTONED_HOME, so its resident daemon is its own; `turnstoned stop` ends it.
+ */
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { RESTART_SHARED } from "../../src/daemon";
+import type { DaemonHealthResult } from "../../src/protocol";
+import { appTests, DAEMON, launch, settings, withModel } from "../support/app";
+import { FakeHost } from "../support/fakeHost";
+
+const t = appTests();
+
+/** `turnstoned stop` for this test's home, after the test: the resident daemon outlives its clients. */
+function stopResidentAfter(): void {
+  const home = t.home;
+  t.cleanups.unshift(() => {
+    execFileSync(DAEMON, ["stop"], { env: { ...process.env, TURNSTONED_HOME: home }, stdio: "ignore", timeout: 20000 });
+  });
+}
+
+async function health(host: FakeHost, index = -1): Promise<DaemonHealthResult> {
+  return (await host.daemons.at(index)!.raw.sendRequest("daemon/health", {})) as DaemonHealthResult;
+}
+
+describe("the shared resident daemon", () => {
+  it("two windows with a bare command share one daemon through attach", async () => {
+    stopResidentAfter();
+    const model = await withModel(t, [{ text: "Hi." }]);
+    const hosts = [0, 1].map(() => new FakeHost(settings({ baseUrl: model.baseUrl, shareDaemon: true }), { name: "work", path: t.work }));
+    for (const host of hosts) {
+      launch(t, host);
+      await host.until("the daemon to be ready", () => host.status.text.includes("scripted"), 30000);
+    }
+    for (const host of hosts) {
+      expect(host.launches.at(-1)!.args).toEqual(["attach"]);
+      expect((await health(host)).resident).toBe(true);
+      expect(host.status.tooltip).toContain("the resident daemon this user's clients share");
+      expect(host.logs.some((l) => l.endsWith(", shared"))).toBe(true);
+    }
+    // One daemon: a session the first window starts is listed by the second.
+    const { sessionId } = (await hosts[0]!.daemons[0]!.raw.sendRequest("session/start", { cwd: t.work, workspace: t.work })) as { sessionId: string };
+    const listed = (await hosts[1]!.daemons[0]!.raw.sendRequest("session/list", {})) as { sessions: { sessionId: string }[] };
+    expect(listed.sessions.map((s) => s.sessionId)).toContain(sessionId);
+    // No mismatch to tell: the same settings.
+    expect(hosts.flatMap((h) => h.shown).filter((s) => s.message.startsWith("The shared turnstoned daemon"))).toEqual([]);
+  }, 90000);
+
+  it("a shared daemon on another model server: said with the fix, which restarts it with these settings", async () => {
+    stopResidentAfter();
+    const first = await withModel(t, [{ text: "Hi." }]);
+    const second = await withModel(t, [{ text: "Hi." }]);
+    const earlier = new FakeHost(settings({ baseUrl: first.baseUrl, shareDaemon: true }), { name: "work", path: t.work });
+    const app = launch(t, earlier);
+    await earlier.until("the first window's daemon", () => earlier.status.text.includes("scripted"), 30000);
+    await app.dispose();
+
+    const host = new FakeHost(settings({ baseUrl: second.baseUrl, shareDaemon: true }), { name: "work", path: t.work });
+    host.respond = (shown) => (shown.message.startsWith("The shared turnstoned daemon") ? RESTART_SHARED : undefined);
+    launch(t, host);
+    await host.until("the mismatch", () => host.shown.some((s) => s.message.startsWith("The shared turnstoned daemon")), 30000);
+    const said = host.shown.find((s) => s.message.startsWith("The shared turnstoned daemon"))!;
+    expect(said).toMatchObject({ kind: "warn", actions: [RESTART_SHARED, "Open Settings"] });
+    expect(said.message).toBe(`The shared turnstoned daemon uses scripted at ${first.baseUrl}, but your settings say scripted at ${second.baseUrl} (it was started with other settings).`);
+    await host.until("the restarted daemon", () => host.daemons.length === 2 && host.status.text.includes("scripted"), 30000);
+    const now = await health(host);
+    expect([now.resident, now.modelUrl]).toEqual([true, second.baseUrl]);
+    expect(host.launches.map((l) => l.args)).toEqual([["attach"], ["attach"]]);
+    expect(host.shown.filter((s) => s.message.startsWith("The shared turnstoned daemon"))).toHaveLength(1);
+  }, 90000);
+
+  it("a daemon that does not take attach starts on its own, without an error", async () => {
+    const model = await withModel(t, [{ text: "Hi." }]);
+    // An older turnstoned: `attach` is an unknown command (argparse's exit 2); else the real one.
+    const bin = path.join(t.dir, "bin");
+    fs.mkdirSync(bin);
+    const old = path.join(bin, "turnstoned");
+    fs.writeFileSync(old, `#!/bin/sh\nif [ "$1" = attach ]; then echo "turnstoned: error: invalid choice: 'attach'" >&2; exit 2; fi\nexec ${JSON.stringify(DAEMON)} "$@"\n`, { mode: 0o755 });
+    const host = new FakeHost(settings({ command: old, baseUrl: model.baseUrl, shareDaemon: true }), { name: "work", path: t.work });
+    launch(t, host);
+    await host.until("the daemon to be ready", () => host.status.text.includes("scripted"), 30000);
+    expect(host.launches.map((l) => l.args)).toEqual([["attach"], []]);
+    expect((await health(host)).resident).toBe(false);
+    expect(host.logs.some((l) => l.startsWith("the shared daemon did not answer"))).toBe(true);
+    expect(host.shown.filter((s) => s.kind === "error")).toEqual([]);
+  }, 60000);
+});
