@@ -13,7 +13,7 @@ import { rpcError } from "./connection";
 import type { Daemon } from "./daemon";
 import type { ChatView, Folder, Host } from "./host";
 import { MODE_LABELS } from "./messages/modes";
-import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, EditorState, ImageData, InputItem, InstructionFile, Item, PlanStep, SandboxHealth, SessionCommand, Verdict } from "./protocol";
+import type { ApprovalMode, ApprovalRequestItem, ApprovalRequestParams, DaemonEvent, EditorState, ImageData, InputItem, InstructionFile, Item, PlanStep, RunningTurn, SandboxHealth, SessionCommand, Verdict } from "./protocol";
 import { ErrorKind } from "./protocol";
 import { Checkpoints, TEXT_SCHEME } from "./undo";
 
@@ -115,20 +115,7 @@ export class ChatController {
       current: () => this.sessionId,
     });
     host.registerDocuments(TEXT_SCHEME, async (uri) => this.checkpoints.provide(uri));
-    daemon.onEvent((event) => {
-      if (event.method === "session/modeChanged") {
-        this.modes.set(event.params.sessionId, event.params.mode);
-        if (event.params.sessionId === this.sessionId) hooks.modeChanged();
-      } else if (event.method === "turn/completed") {
-        this.checkpoints.completed(event.params.sessionId, event.params.turnId, event.params.checkpoint);
-      } else if (event.method === "session/notice") {
-        this.checkpoints.noticed(event.params.sessionId, event.params.kind, event.params.data);
-      }
-      if (event.method === "workspace/filesChanged") return;
-      if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
-      this.post({ type: "event", event });
-      if (event.method === "turn/completed") hooks.sessionsChanged();
-    });
+    daemon.onEvent((event) => this.observe(event));
     daemon.onState((s) => {
       this.post({ type: "daemon", state: s.state, ...(s.state === "stopped" && s.problem ? { message: `${s.problem.message} ${s.problem.detail}` } : {}) });
       if (s.state === "ready") {
@@ -273,6 +260,22 @@ export class ChatController {
     await this.resume(this.sessionId, false);
   }
 
+  /** A daemon notification (live, or replayed from a running turn on resume). */
+  private observe(event: DaemonEvent): void {
+    if (event.method === "session/modeChanged") {
+      this.modes.set(event.params.sessionId, event.params.mode);
+      if (event.params.sessionId === this.sessionId) this.hooks.modeChanged();
+    } else if (event.method === "turn/completed") {
+      this.checkpoints.completed(event.params.sessionId, event.params.turnId, event.params.checkpoint);
+    } else if (event.method === "session/notice") {
+      this.checkpoints.noticed(event.params.sessionId, event.params.kind, event.params.data);
+    }
+    if (event.method === "workspace/filesChanged") return;
+    if (event.method !== "mcpServer/statusChanged" && event.params.sessionId !== this.sessionId) return;
+    this.post({ type: "event", event });
+    if (event.method === "turn/completed") this.hooks.sessionsChanged();
+  }
+
   /** Show a session in the chat, its history redrawn from `session/resume`. */
   async resume(sessionId: string, reveal = true): Promise<void> {
     const client = await this.daemon.ready();
@@ -281,9 +284,11 @@ export class ChatController {
     let running = false;
     let instructions: InstructionFile[] = [];
     let plan: PlanStep[] | undefined;
+    let replay: RunningTurn | null = null;
     try {
       const result = await client.resumeSession(sessionId);
       items = result.items;
+      replay = result.running ?? null;
       plan = result.plan;
       if (result.session.model) this.models.set(sessionId, result.session.model);
       instructions = result.instructions ?? [];
@@ -303,6 +308,9 @@ export class ChatController {
     this.post({ type: "instructions", files: instructionLines(instructions, this.folder?.path) });
     this.postMode();
     this.postModel();
+    // The turn running as the chat joins (1.15): what it sent so far, through the live path;
+    // its live notifications follow.
+    for (const event of replay?.events ?? []) this.observe(event as unknown as DaemonEvent);
     void this.checkpoints.replay(sessionId, turns);
     for (const cycle of this.broker.pending(sessionId)) this.post({ type: "approval", cycle });
     for (const request of this.daemon.elicitation.pending(sessionId)) this.post({ type: "elicit", request });

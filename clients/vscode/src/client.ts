@@ -57,6 +57,7 @@ import { Method } from "./protocol";
 
 /** The notifications the client forwards; a daemon may send others, which are ignored. */
 export const FORWARDED: readonly NotificationName[] = [
+  Method.sessionInput,
   Method.turnStarted,
   Method.itemStarted,
   Method.itemAgentMessageDelta,

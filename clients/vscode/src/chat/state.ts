@@ -292,6 +292,12 @@ export function applyEvent(state: ChatState, event: DaemonEvent): ChatState {
   if (event.method === "mcpServer/statusChanged") return state;
   if (!mine(state, event.params.sessionId)) return state;
   switch (event.method) {
+    case "session/input": {
+      // Another client's prompt (1.15), or a running turn's own, replayed on resume.
+      const { item, turnId } = event.params;
+      if (!find(state.entries, item.id, "user")) upsertItem(state, item, true, state.entries, turnId ? { [item.id]: turnId } : {});
+      break;
+    }
     case "turn/started":
       state.turnId = event.params.turnId;
       break;

@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { RESTART_SHARED } from "../../src/daemon";
 import type { DaemonHealthResult } from "../../src/protocol";
-import { appTests, DAEMON, launch, settings, withModel } from "../support/app";
+import { appTests, DAEMON, last, launch, pageState, sawEvent, settings, withModel } from "../support/app";
 import { FakeHost } from "../support/fakeHost";
 
 const t = appTests();
@@ -88,4 +88,36 @@ describe("the shared resident daemon", () => {
     expect(host.logs.some((l) => l.startsWith("the shared daemon did not answer"))).toBe(true);
     expect(host.shown.filter((s) => s.kind === "error")).toEqual([]);
   }, 60000);
+
+  it("a window that resumes a session mid-turn sees its prompt and the answer so far; another window's prompt shows as the user's", async () => {
+    stopResidentAfter();
+    const model = await withModel(t, [{ hang: 3, text: "The first half, " }, { text: "Second answer." }]);
+    const [sender, joiner] = [0, 1].map(() => new FakeHost(settings({ baseUrl: model.baseUrl, shareDaemon: true }), { name: "work", path: t.work }));
+    for (const host of [sender!, joiner!]) {
+      launch(t, host);
+      await host.until("the daemon to be ready", () => host.status.text.includes("scripted"), 30000);
+      host.fromPage({ type: "ready" });
+    }
+    sender!.fromPage({ type: "send", text: "Tell me in two halves" });
+    await sender!.until("the first half", () => pageState(sender!.posted).entries.some((e) => e.kind === "agent" && e.text === "The first half, "));
+    const sessionId = last(sender!, "session")!.sessionId!;
+
+    await joiner!.commands.get("turnstoned.sessions.resume")!(sessionId);
+    // Right after the resume, before the turn ends: what it missed, replayed.
+    const joined = pageState(joiner!.posted);
+    expect(joined.sessionId).toBe(sessionId);
+    expect(joined.turnId).not.toBeNull();
+    expect(joined.entries.map((e) => [e.kind, "text" in e ? e.text : ""])).toEqual([["user", "Tell me in two halves"], ["agent", "The first half, "]]);
+    expect(sawEvent(joiner!, "turn/completed")).toBe(false);
+    await joiner!.until("the turn to end", () => sawEvent(joiner!, "turn/completed"), 20000);
+    expect(pageState(joiner!.posted).entries.filter((e) => e.kind === "agent").map((e) => (e.kind === "agent" ? e.text : ""))).toEqual(["The first half, "]);
+
+    // The sender's next prompt: the joiner shows it as the user's message, with its answer.
+    sender!.fromPage({ type: "send", text: "Now something else" });
+    await joiner!.until("the second answer", () => pageState(joiner!.posted).entries.some((e) => e.kind === "agent" && e.text === "Second answer." && e.done), 20000);
+    const users = pageState(joiner!.posted).entries.filter((e) => e.kind === "user");
+    expect(users.map((e) => (e.kind === "user" ? [e.text, e.queued, e.turnId !== null] : []))).toEqual([["Tell me in two halves", false, true], ["Now something else", false, true]]);
+    // The sender shows its own prompt once (the daemon sends it no session/input).
+    expect(pageState(sender!.posted).entries.filter((e) => e.kind === "user").map((e) => (e.kind === "user" ? e.text : ""))).toEqual(["Tell me in two halves", "Now something else"]);
+  }, 90000);
 });
