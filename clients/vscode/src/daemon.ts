@@ -30,6 +30,8 @@ export interface DaemonOptions {
 
 /** The offer's action when no daemon is found. */
 export const INSTALL_ACTION = "Install turnstoned";
+/** A shared daemon that stops this long after it came up is attached to again. */
+const SHARED_RECONNECT_AFTER_MS = 2000;
 /** The fix offered when the shared daemon runs with other settings. */
 export const RESTART_SHARED = "Restart the Shared Daemon";
 
@@ -42,6 +44,8 @@ export class Daemon {
   private superseded = false;
   /** The connection goes to the resident daemon other clients share (through `attach`). */
   shared = false;
+  /** When the running daemon answered its first request. */
+  private upSince = 0;
   private generation = 0;
   private readonly tail = new StderrTail();
   private readonly states = new Emitter<DaemonState>();
@@ -153,6 +157,7 @@ export class Daemon {
     });
     const health = await client.health();
     up = true;
+    this.upSince = Date.now();
     this.current = client;
     this.shared = shared;
     this.setState({ state: "ready", health });
@@ -252,6 +257,14 @@ export class Daemon {
     this.current?.dispose();
     this.current = null;
     this.handle = null;
+    // The shared daemon stopped cleanly (`turnstoned stop`, another client's restart): the
+    // bridge ends with 0. Attach again, which starts one; a bridge that keeps ending at once
+    // is a failure like any other.
+    if (this.shared && code === 0 && Date.now() - this.upSince > SHARED_RECONNECT_AFTER_MS) {
+      this.host.log("the shared daemon stopped: attaching again");
+      void this.restart();
+      return;
+    }
     this.fail(daemonStopped(this.launched, { code, signal }, this.tail.text()));
   }
 

@@ -124,6 +124,24 @@ H.test('a shared daemon with other settings is said once, and :Turnstoned restar
   end, seen), { seen[1] }, 'no second mismatch line after the restart')
 end)
 
+H.test('the shared daemon stopped under the plugin (turnstoned stop): no error, the next request attaches again', function()
+  local seen = notes()
+  start()
+  local lock = home .. '/run/daemon.lock'
+  local before = vim.fn.readfile(lock)[1]
+  H.eq(stop_resident().code, 0, 'turnstoned stop')
+  H.wait('the bridge to end', function()
+    return client.info().state ~= 'ready'
+  end, 15000)
+  H.eq(client.info().state, 'stopped', 'a clean stop, not a failure')
+  local h = health()
+  H.eq(h.resident, true, 'attached again')
+  H.ok(vim.fn.readfile(lock)[1] ~= before, 'to a new resident daemon')
+  H.eq(vim.tbl_filter(function(m)
+    return m:find('exited', 1, true) ~= nil
+  end, seen), {}, 'nothing said of the stop')
+end)
+
 H.test('a daemon without attach starts on its own instead', function()
   client.stop()
   stop_resident()

@@ -120,4 +120,23 @@ describe("the shared resident daemon", () => {
     // The sender shows its own prompt once (the daemon sends it no session/input).
     expect(pageState(sender!.posted).entries.filter((e) => e.kind === "user").map((e) => (e.kind === "user" ? e.text : ""))).toEqual(["Tell me in two halves", "Now something else"]);
   }, 90000);
+
+  it("the shared daemon stopped under the window (turnstoned stop): the window attaches again, no error", async () => {
+    stopResidentAfter();
+    const model = await withModel(t, [{ text: "Hi." }]);
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl, shareDaemon: true }), { name: "work", path: t.work });
+    launch(t, host);
+    await host.until("the daemon to be ready", () => host.status.text.includes("scripted"), 30000);
+    // The resident daemon's pid is in its lock file.
+    const pid = () => fs.readFileSync(path.join(t.home, "run", "daemon.lock"), "utf8").trim();
+    const before = pid();
+    await new Promise((r) => setTimeout(r, 2500));
+    execFileSync(DAEMON, ["stop"], { env: process.env, stdio: "ignore", timeout: 20000 });
+    await host.until("the window to attach again", () => host.daemons.length === 2 && host.status.text.includes("scripted"), 30000);
+    expect((await health(host)).resident).toBe(true);
+    expect(pid()).not.toBe(before);
+    expect(host.launches.map((l) => l.args)).toEqual([["attach"], ["attach"]]);
+    expect(host.logs).toContain("the shared daemon stopped: attaching again");
+    expect(host.shown.filter((s) => s.kind === "error")).toEqual([]);
+  }, 60000);
 });
