@@ -237,15 +237,36 @@ function H.find(labels, prefix)
   error(('no choice starting with %q in %s'):format(prefix, vim.inspect(labels)), 2)
 end
 
+--- Record what `vim.notify` is given from now on: the texts, in order.
+---@return string[]
+function H.record_notify()
+  local notes = {}
+  vim.notify = function(msg)
+    notes[#notes + 1] = msg
+  end
+  return notes
+end
+
+--- Start the plugin's connection and wait (bounded) until it answers.
+---@param timeout_ms? integer
+---@return string? err the start's error, nil when it is ready
+function H.start_client(timeout_ms)
+  local done, err = false, nil
+  require('turnstoned.client').start(function(e)
+    done, err = true, e
+  end)
+  H.wait('the daemon to start', function()
+    return done
+  end, timeout_ms or 30000)
+  return err
+end
+
 --- Run an Ex command and wait for the first `vim.notify` it leads to; returns its text.
 ---@param command string
 ---@param what string
 ---@return string
 function H.notified_by(command, what)
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
+  local notes = H.record_notify()
   vim.cmd(command)
   H.wait(what, function()
     return #notes > 0

@@ -227,8 +227,10 @@ export function startApp(host: Host): App {
       if (key === undefined) return;
       await host.storeSecret(API_KEY_SECRET, key.trim() || undefined);
       // The shared daemon keeps the key it started with: only a new one takes this key.
-      const restart = daemon.shared ? RESTART_SHARED : "Restart";
-      if ((await host.info(`API key saved. ${daemon.shared ? "Restart the shared daemon (for every client)" : "Restart the daemon"} to use it?`, restart)) === restart) await (daemon.shared ? daemon.restartShared() : daemon.restart());
+      const [question, restart, run] = daemon.shared
+        ? ["Restart the shared daemon (for every client) to use it?", RESTART_SHARED, () => daemon.restartShared()]
+        : ["Restart the daemon to use it?", "Restart", () => daemon.restart()];
+      if ((await host.info(`API key saved. ${question}`, restart)) === restart) await run();
     },
     "turnstoned.clearApiKey": async () => {
       await host.storeSecret(API_KEY_SECRET, undefined);

@@ -42,8 +42,8 @@ export class Daemon {
   private current: TurnstonedClient | null = null;
   private stopping = false;
   private superseded = false;
-  /** The connection goes to the resident daemon other clients share (through `attach`). */
-  shared = false;
+  /** What the last start found to run: `restartShared` runs its `stop`. */
+  private found: Found | null = null;
   /** When the running daemon answered its first request. */
   private upSince = 0;
   private generation = 0;
@@ -60,6 +60,11 @@ export class Daemon {
   readonly onEvent = this.events.event;
 
   constructor(private readonly host: Host, private readonly broker: ApprovalBroker, private readonly editor?: EditorServices, private readonly options: DaemonOptions = {}) {}
+
+  /** The running daemon is the resident one other clients share (reached through `attach`). */
+  get shared(): boolean {
+    return this.status.state === "ready" && this.status.health.resident === true;
+  }
 
   get client(): TurnstonedClient | null {
     return this.status.state === "ready" ? this.current : null;
@@ -95,6 +100,7 @@ export class Daemon {
     if (!found) return settings.command ? this.fail(missingDaemon(settings.command)) : this.offerInstall();
     // A configured command always wins; a found one is remembered, so the next start looks no further.
     if (found.via !== "setting") await this.host.setGlobalMemento(FOUND_KEY, found);
+    this.found = found;
     if (sharesDaemon(settings, found)) {
       // The resident daemon, through `attach`: a daemon that does not answer so (an older one,
       // a broken socket) is not an error, this window starts one of its own instead.
@@ -104,7 +110,7 @@ export class Daemon {
       });
       if (generation !== this.generation) return null;
       if (client) {
-        this.checkShared(client, found, launch.env);
+        this.checkShared(client, launch.env);
         return client;
       }
       await this.stopHandle();
@@ -159,14 +165,13 @@ export class Daemon {
     up = true;
     this.upSince = Date.now();
     this.current = client;
-    this.shared = shared;
     this.setState({ state: "ready", health });
     this.host.log(`daemon ready: turnstoned ${health.version}, protocol ${health.protocolVersion}, model ${health.model ?? "(none)"}${shared ? ", shared" : ""}`);
     return client;
   }
 
   /** The shared daemon runs with other settings than this window's: say so, offer the fix. */
-  private checkShared(client: TurnstonedClient, found: Found, env: Record<string, string>): void {
+  private checkShared(client: TurnstonedClient, env: Record<string, string>): void {
     const health = this.status.state === "ready" ? this.status.health : null;
     const said = health && sharedMismatch(health, env);
     if (!said) return;
@@ -174,7 +179,7 @@ export class Daemon {
     void this.host.warn(said, RESTART_SHARED, "Open Settings").then(async (choice) => {
       if (choice === "Open Settings") this.host.openSettings("turnstoned.shareDaemon");
       // The answer may come after a restart already replaced that daemon.
-      if (choice === RESTART_SHARED && this.current === client) await this.restartShared(found);
+      if (choice === RESTART_SHARED && this.current === client) await this.restartShared();
     });
   }
 
@@ -182,11 +187,13 @@ export class Daemon {
    * Stop the shared daemon for every client (`turnstoned stop`: it keeps the settings of whoever
    * started it) and start it again with this window's.
    */
-  async restartShared(found?: Found): Promise<TurnstonedClient | null> {
-    const daemon = found ?? this.host.globalMemento<Found>(FOUND_KEY) ?? { command: this.host.settings().command || "turnstoned", args: [], via: "setting" };
+  async restartShared(): Promise<TurnstonedClient | null> {
+    const daemon = this.found;
     await this.stop();
-    const result = await (this.options.run ?? runProcess)(daemon.command, [...daemon.args, "stop"], undefined, 30_000);
-    this.host.log(`turnstoned stop: exit ${result.code ?? "?"} ${result.output.trim()}`);
+    if (daemon) {
+      const result = await (this.options.run ?? runProcess)(daemon.command, [...daemon.args, "stop"], undefined, 30_000);
+      this.host.log(`turnstoned stop: exit ${result.code ?? "?"} ${result.output.trim()}`);
+    }
     return this.ready();
   }
 

@@ -18,9 +18,10 @@ export function serverCounts(s: McpServerInfo): string {
   return [plural(s.tools ?? 0, "tool"), plural(s.resources ?? 0, "resource"), plural(s.prompts ?? 0, "prompt")].join(", ");
 }
 
-/** " · needs login" / " · logged in" for a server that uses OAuth, else "". */
-function loginState(s: McpServerInfo): string {
-  return s.needsAuth ? " · needs login" : s.loggedIn ? " · logged in" : "";
+/** "failed · needs login · 0 tools, …": its status, login state (if it uses OAuth) and counts. */
+function serverLine(s: McpServerInfo): string {
+  const login = s.needsAuth ? " · needs login" : s.loggedIn ? " · logged in" : "";
+  return `${s.status}${login} · ${serverCounts(s)}`;
 }
 
 /** Picking a server refreshes it; one that needs a login logs in instead. */
@@ -31,7 +32,7 @@ export function mcpPickItems(servers: McpServerInfo[]): PickItem<McpPick>[] {
   const rows: PickItem<McpPick>[] = servers.map((s) => {
     const row: PickItem<McpPick> = {
       label: `${s.needsAuth ? "$(key)" : ICON[s.status] ?? "$(circle-outline)"} ${s.name}`,
-      description: `${s.status}${loginState(s)} · ${serverCounts(s)}`,
+      description: serverLine(s),
       value: { kind: s.needsAuth ? "login" : "server", name: s.name },
     };
     const detail = s.error ? `error: ${s.error}` : s.origin ? `from ${s.origin}` : "";
@@ -208,7 +209,7 @@ export class McpLogins {
       return undefined;
     }
     return this.host.pick(
-      choices.map((s) => ({ label: s.name, description: `${s.status}${loginState(s)} · ${serverCounts(s)}`, value: s.name })),
+      choices.map((s) => ({ label: s.name, description: serverLine(s), value: s.name })),
       { title: action === "logout" ? "Log out of which MCP server?" : "Log in to which MCP server?" },
     );
   }

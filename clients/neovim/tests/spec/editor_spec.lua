@@ -87,14 +87,7 @@ local function approve(what, fn)
   end)
 end
 
----@return string[] notes what vim.notify is given from now on
-local function notes()
-  local seen = {}
-  vim.notify = function(msg)
-    seen[#seen + 1] = msg
-  end
-  return seen
-end
+local notes = H.record_notify
 
 local code_win = api.nvim_get_current_win()
 

@@ -99,10 +99,7 @@ H.test('answering: asked field by field, a bad number asked again, the tool gets
     end
     return default
   end)
-  local warnings = {}
-  vim.notify = function(msg)
-    warnings[#warnings + 1] = msg
-  end
+  local warnings = H.record_notify()
   model.push({ tool_calls = { { 'call-book', 'mcp__asking__book', '{}' } } }, { text = 'Booked.' })
   turnstoned.ask('Book a table')
   next_turn()

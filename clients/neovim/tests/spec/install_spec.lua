@@ -106,13 +106,7 @@ end)
 H.test('a wrong configured command gives one clear line, not a vim.lsp error', function()
   local client = require('turnstoned.client')
   with_config({ cmd = { '/nonexistent/turnstoned' } }, function()
-    local done, err = false, nil
-    client.start(function(e)
-      done, err = true, e
-    end)
-    H.wait('the start to fail', function()
-      return done
-    end, 5000)
+    local err = H.start_client(5000)
     H.ok(err and not err:find('\n'), 'one line: ' .. tostring(err))
     for _, want in ipairs({ '/nonexistent/turnstoned', 'vim.g.turnstoned.cmd', ':checkhealth', ':TurnstonedInstall' }) do
       H.ok(err:find(want, 1, true), ('%q in %q'):format(want, err))
@@ -198,14 +192,7 @@ H.test(':TurnstonedInstall installs from the repository into stdpath("data"), th
   with_config({ share_daemon = false }, function()
     local r = install.daemon()
     H.eq({ r.from, r.cmd }, { 'venv', { daemon } }, 'the plugin picks the installed daemon')
-    local client = require('turnstoned.client')
-    local done, e = false, nil
-    client.start(function(x)
-      done, e = true, x
-    end)
-    H.wait('the installed daemon to start', function()
-      return done
-    end, 30000)
+    local e = H.start_client(30000)
     H.ok(not e, 'it starts: ' .. tostring(e))
     require('turnstoned').stop()
   end)

@@ -18,14 +18,7 @@ local function winbar()
   return H.screen(assert(require('turnstoned.ui').chat_win()))[1]
 end
 
----@return string[]
-local function stub_notify()
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
-  return notes
-end
+local stub_notify = H.record_notify
 
 H.test(':Turnstoned model other: the next request names it, the winbar shows it, new sessions here start with it', function()
   model.push({ text = 'one' }, { text = 'two' }, { text = 'three' })

@@ -122,10 +122,7 @@ end)
 H.test('/compact runs session/compact instead of a prompt', function()
   local chat = session.current()
   local before, text = model.requests(), H.text(chat.buf)
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
+  local notes = H.record_notify()
   send_from_prompt('/compact')
   H.wait('the compaction to be reported', function()
     return #notes > 0
@@ -213,10 +210,7 @@ H.test('a vision model gets the file and the clipboard picture as image_url part
   local bin = vim.fn.tempname()
   vim.fn.mkdir(bin, 'p')
   vim.env.PATH, vim.env.WAYLAND_DISPLAY = bin, nil
-  local notes = {}
-  vim.notify = function(msg)
-    notes[#notes + 1] = msg
-  end
+  local notes = H.record_notify()
   turnstoned.paste_image()
   H.ok(notes[1] and notes[1]:find('needs wl-paste (Wayland) or xclip (X11)', 1, true), vim.inspect(notes))
   -- A clipboard that holds a PNG.

@@ -31,25 +31,11 @@ end
 
 --- Start the plugin's connection and wait until it is ready.
 local function start()
-  local done, failed = false, nil
-  client.start(function(err)
-    done, failed = true, err
-  end)
-  H.wait('the daemon to start', function()
-    return done
-  end, 30000)
+  local failed = H.start_client()
   H.ok(failed == nil, 'the daemon started: ' .. tostring(failed))
 end
 
---- Collect what `vim.notify` says from now on.
----@return string[]
-local function notes()
-  local seen = {}
-  vim.notify = function(msg)
-    seen[#seen + 1] = msg
-  end
-  return seen
-end
+local notes = H.record_notify
 
 H.test('only the daemon alone is launched as the bridge to the shared one', function()
   H.eq(install.shared({ '/opt/t/bin/turnstoned' }, true), { '/opt/t/bin/turnstoned', 'attach' }, 'bare daemon')

@@ -139,4 +139,23 @@ describe("the shared resident daemon", () => {
     expect(host.logs).toContain("the shared daemon stopped: attaching again");
     expect(host.shown.filter((s) => s.kind === "error")).toEqual([]);
   }, 60000);
+
+  it("Set API Key in a shared window restarts the shared daemon, which then sends the key", async () => {
+    stopResidentAfter();
+    const requests = path.join(t.dir, "requests.jsonl");
+    const model = await withModel(t, [{ text: "With the key." }], { requestLog: requests });
+    const host = new FakeHost(settings({ baseUrl: model.baseUrl, shareDaemon: true }), { name: "work", path: t.work });
+    launch(t, host);
+    await host.until("the daemon to be ready", () => host.status.text.includes("scripted"), 30000);
+    host.respond = (s) => (s.kind === "input" ? "sk-for-the-shared-daemon" : s.message.startsWith("API key saved") ? RESTART_SHARED : undefined);
+    await host.commands.get("turnstoned.setApiKey")!();
+    expect(host.shown.find((s) => s.message.startsWith("API key saved"))).toMatchObject({ message: "API key saved. Restart the shared daemon (for every client) to use it?", actions: [RESTART_SHARED] });
+    await host.until("the restarted daemon", () => host.daemons.length === 2 && host.status.text.includes("scripted"), 30000);
+    expect(host.logs.some((l) => l.startsWith("turnstoned stop: exit 0"))).toBe(true);
+    host.fromPage({ type: "ready" });
+    host.fromPage({ type: "send", text: "hello" });
+    await host.until("the answer", () => sawEvent(host, "turn/completed"), 20000);
+    const sent = fs.readFileSync(requests, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { authorization: string | null });
+    expect(sent.at(-1)!.authorization).toBe("Bearer sk-for-the-shared-daemon");
+  }, 60000);
 });

@@ -9,6 +9,7 @@ import { byteLength, PreviewController, sourceTarget } from "../../src/previews"
 import type { PreviewReadResult, SessionInfo, WatchInfo } from "../../src/protocol";
 import { sessionNodes } from "../../src/sessions";
 import { every, until, watchActions, watchPickItems } from "../../src/watches";
+import { showLoginPage } from "../../src/mcp";
 import { FakeHost } from "../support/fakeHost";
 
 describe("table previews", () => {
@@ -156,5 +157,29 @@ describe("daemon revisions", () => {
     expect(daemonFeatures({ protocolRevision: "1.13" })).toMatchObject({ editor: true, composer: true, mcpLogin: false });
     expect(daemonFeatures({ protocolRevision: "1.14" })).toMatchObject({ composer: true, mcpLogin: true });
     expect(daemonFeatures({ protocolRevision: "2.0" }).policies).toBe(true);
+  });
+});
+
+describe("an MCP server's login page", () => {
+  const host = () => new FakeHost({ command: "", args: [], model: "", baseUrl: "", logLevel: "INFO", skipPermissions: false, approvalMode: null, editorContext: true, shareDaemon: false }, { name: "w", path: "/w" });
+  const url = "http://127.0.0.1:9/authorize?client_id=c&redirect_uri=http%3A%2F%2F127.0.0.1%3A5%2Fcb&state=s";
+
+  it("opened in the browser for a tool call's step-up: it says why, the address stays at hand, nothing of it is logged", async () => {
+    const h = host();
+    h.respond = (shown) => (shown.actions.includes("Copy Link") ? "Copy Link" : undefined);
+    expect(await showLoginPage(h, { server: "docs", url, sessionId: "s1" })).toEqual({ opened: true });
+    expect(h.opened).toEqual([url]);
+    expect(h.shown).toEqual([{ kind: "info", message: `Log in to MCP server docs in your browser (a tool call asks for more access). If no page opened: ${url}`, actions: ["Copy Link"] }]);
+    await h.until("the copy", () => h.copied.length > 0);
+    expect(h.copied).toEqual([url]);
+    expect(h.logs.join("\n")).not.toContain("authorize?");
+  });
+
+  it("no browser: a warning with the address, and opened false", async () => {
+    const h = host();
+    h.browserOpens = false;
+    expect(await showLoginPage(h, { server: "docs", url })).toEqual({ opened: false });
+    expect(h.shown).toEqual([{ kind: "warn", message: `Open this address to log in to MCP server docs: ${url}`, actions: ["Copy Link"] }]);
+    expect(h.copied).toEqual([]);
   });
 });
